@@ -1,0 +1,43 @@
+"""A lab topology: which VMs to boot and which inventory groups they join."""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .vm import VmRecord, VmSpec
+
+DEFAULT = Path(__file__).resolve().parent.parent / "topology.json"
+SPEC_KEYS = ("name", "arch", "cpus", "memory_mb", "cpu_model", "accel", "forwards")
+
+
+@dataclass
+class Topology:
+    vms: list[dict]
+
+    def specs(self) -> list[VmSpec]:
+        """VM specs; keys that are not VM settings (groups, molecule's own) are left out."""
+        return [VmSpec(**{k: v for k, v in entry.items() if k in SPEC_KEYS}) for entry in self.vms]
+
+    def groups_of(self, name: str) -> list[str]:
+        for entry in self.vms:
+            if entry["name"] == name:
+                return list(entry.get("groups", []))
+        return []
+
+    def inventory(self, records: list[VmRecord]) -> dict:
+        """Ansible YAML/JSON inventory: every running VM under `lab`, plus its topology groups."""
+        children: dict[str, dict] = {}
+        hosts = {}
+        for record in records:
+            hosts[record.name] = record.inventory_vars()
+            for group in self.groups_of(record.name):
+                children.setdefault(group, {"hosts": {}})["hosts"][record.name] = {}
+        return {"all": {"children": {"lab": {"hosts": hosts, "children": children}}}}
+
+
+def load(path: str | Path) -> Topology:
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    unknown = [k for entry in data["vms"] for k in entry if k not in SPEC_KEYS + ("groups",)]
+    if unknown:
+        raise ValueError(f"{path}: unknown VM keys {sorted(set(unknown))}")
+    return Topology(vms=data["vms"])

@@ -1,0 +1,240 @@
+"""Boot, find and stop lab VMs. Every VM is a qcow2 overlay over a cached base image.
+
+A VM is stopped only through its own pidfile, and only after /proc confirms that pid is still
+the qemu we started for that name, so a recycled pid is never signalled.
+"""
+
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from . import image as images
+from . import paths
+
+SSH_OPTIONS = [
+    "-o", "BatchMode=yes",
+    "-o", "StrictHostKeyChecking=no",
+    "-o", "UserKnownHostsFile=/dev/null",
+    "-o", "LogLevel=ERROR",
+    "-o", "IdentitiesOnly=yes",
+    "-o", "ConnectTimeout=5",
+]
+LOOPBACK = "127.0.0.1"
+QEMU_BY_ARCH = {"amd64": "qemu-system-x86_64", "arm64": "qemu-system-aarch64"}
+DEFAULT_CPU_MODEL = {"amd64": "max", "arm64": "cortex-a72"}
+
+
+class LabError(RuntimeError):
+    """A lab step failed; the message says which and where to look."""
+
+
+@dataclass
+class VmSpec:
+    name: str
+    arch: str = "amd64"
+    cpus: int = 1
+    memory_mb: int = 1024
+    cpu_model: str = ""
+    accel: str = "tcg"
+    forwards: list[int] = field(default_factory=list)  # guest TCP ports reachable on 127.0.0.1
+
+
+@dataclass
+class VmRecord:
+    name: str
+    arch: str
+    cpus: int
+    memory_mb: int
+    cpu_model: str
+    accel: str
+    ssh_port: int
+    forwarded: dict[str, int]
+    identity_file: str
+    serial_log: str
+    image: str
+
+    def inventory_vars(self, user: str = "lab") -> dict:
+        return {
+            "ansible_host": LOOPBACK,
+            "ansible_port": self.ssh_port,
+            "ansible_user": user,
+            "ansible_ssh_private_key_file": self.identity_file,
+            "ansible_ssh_common_args": " ".join(SSH_OPTIONS[:-2]),
+            "ansible_become": user != "root",
+            "lab_arch": self.arch,
+            "lab_cpu_model": self.cpu_model,
+            "lab_forwarded_ports": self.forwarded,
+        }
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return sock.getsockname()[1]
+
+
+def _machine_id(name: str) -> str:
+    return hashlib.sha256(f"cpuinfer-lab/{name}".encode()).hexdigest()[:32]
+
+
+def _qemu_marker(name: str) -> str:
+    return f"cpuinfer-lab:{name}"
+
+
+def running_pid(name: str) -> int | None:
+    """The pid of this VM's qemu, or None; a stale or foreign pidfile counts as not running."""
+    pidfile = paths.vm_dir(name) / "qemu.pid"
+    try:
+        pid = int(pidfile.read_text(encoding="ascii").strip())
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError):
+        return None
+    is_qemu = os.path.basename(argv[0].decode(errors="replace")).startswith("qemu-system-")
+    if is_qemu and _qemu_marker(name).encode() in argv:
+        return pid
+    return None
+
+
+def load_record(name: str) -> VmRecord | None:
+    try:
+        data = json.loads((paths.vm_dir(name) / "vm.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return VmRecord(**data)
+
+
+def list_running() -> list[VmRecord]:
+    root = paths.state_root() / "vms"
+    if not root.is_dir():
+        return []
+    records = []
+    for entry in sorted(root.iterdir()):
+        record = load_record(entry.name)
+        if record and running_pid(entry.name):
+            records.append(record)
+    return records
+
+
+def stop(name: str, timeout: float = 20.0) -> bool:
+    """Stop the VM if it is ours and running; True when something was stopped."""
+    pid = running_pid(name)
+    if pid is None:
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and running_pid(name) == pid:
+        time.sleep(0.2)
+    if running_pid(name) == pid:
+        os.kill(pid, signal.SIGKILL)
+        while running_pid(name) == pid:
+            time.sleep(0.1)
+    return True
+
+
+def _qemu_argv(spec: VmSpec, img: images.Image, vmdir: Path, ssh_port: int, forwarded: dict[str, int]) -> list[str]:
+    cpu_model = spec.cpu_model or DEFAULT_CPU_MODEL[spec.arch]
+    console = "ttyS0" if spec.arch == "amd64" else "ttyAMA0"
+    if spec.accel == "kvm":
+        accel, cpu_model = "kvm", "host"
+    else:
+        accel = "tcg,thread=multi,tb-size=128"  # tb-size only counts inside this same -accel
+    hostfwd = [f"hostfwd=tcp:{LOOPBACK}:{ssh_port}-:22"]
+    hostfwd += [f"hostfwd=tcp:{LOOPBACK}:{host}-:{guest}" for guest, host in forwarded.items()]
+    argv = [
+        QEMU_BY_ARCH[spec.arch],
+        "-name", _qemu_marker(spec.name),
+        "-accel", accel,
+        "-cpu", cpu_model,
+        "-m", str(spec.memory_mb),
+        "-smp", str(spec.cpus),
+        "-kernel", str(img.kernel),
+        "-initrd", str(img.initrd),
+        "-append", (
+            f"root=/dev/vda rw quiet fsck.mode=skip console={console} "
+            f"systemd.hostname={spec.name} systemd.machine_id={_machine_id(spec.name)}"
+        ),
+        "-drive", f"file={vmdir / 'disk.qcow2'},format=qcow2,if=none,id=disk0,cache=unsafe",
+        "-device", "virtio-blk-pci,drive=disk0",
+        # restrict=on: the guest reaches nothing outside; only the forwarded loopback ports come in
+        "-netdev", "user,id=n0,restrict=on," + ",".join(hostfwd),
+        "-device", "virtio-net-pci,netdev=n0",
+        "-display", "none",
+        "-serial", f"file:{vmdir / 'serial.log'}",
+        "-pidfile", str(vmdir / "qemu.pid"),
+        "-daemonize",
+    ]
+    if spec.arch == "arm64":
+        argv[1:1] = ["-M", "virt"]
+    else:
+        argv[1:1] = ["-M", "pc"]
+    return argv
+
+
+def ssh_argv(record: VmRecord, user: str = "root") -> list[str]:
+    return ["ssh", *SSH_OPTIONS, "-i", record.identity_file, "-p", str(record.ssh_port), f"{user}@{LOOPBACK}"]
+
+
+def wait_ready(record: VmRecord, timeout: float) -> float:
+    """Block until ssh answers (the forwarded port accepts before sshd is up); return seconds."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if running_pid(record.name) is None:
+            raise LabError(f"VM {record.name}: qemu exited during boot; serial log: {record.serial_log}")
+        probe = subprocess.run([*ssh_argv(record), "true"], capture_output=True, check=False, timeout=30)
+        if probe.returncode == 0:
+            return time.monotonic() - started
+        time.sleep(2)
+    raise LabError(f"VM {record.name}: no ssh after {timeout:.0f}s; serial log: {record.serial_log}")
+
+
+def _launch(spec: VmSpec, log) -> VmRecord:
+    """Start qemu for spec on a fresh overlay (stopping a leftover VM of that name first)."""
+    if spec.arch not in QEMU_BY_ARCH:
+        raise LabError(f"unknown architecture {spec.arch!r}")
+    img = images.build(spec.arch, log=log)
+    vmdir = paths.vm_dir(spec.name)
+    if stop(spec.name):
+        log(f"lab: stopped a leftover VM {spec.name}")
+    vmdir.mkdir(parents=True, exist_ok=True)
+    for leftover in ("disk.qcow2", "serial.log", "qemu.pid", "vm.json"):
+        (vmdir / leftover).unlink(missing_ok=True)
+    subprocess.run(
+        ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", str(img.disk), str(vmdir / "disk.qcow2")],
+        check=True,
+    )
+    ssh_port = _free_port()
+    forwarded = {str(guest): _free_port() for guest in spec.forwards}
+    record = VmRecord(
+        name=spec.name, arch=spec.arch, cpus=spec.cpus, memory_mb=spec.memory_mb,
+        cpu_model=spec.cpu_model or DEFAULT_CPU_MODEL[spec.arch], accel=spec.accel,
+        ssh_port=ssh_port, forwarded=forwarded, identity_file=str(img.ssh_key),
+        serial_log=str(vmdir / "serial.log"), image=str(img.directory),
+    )
+    launch = subprocess.run(_qemu_argv(spec, img, vmdir, ssh_port, forwarded), capture_output=True, text=True, check=False)
+    if launch.returncode != 0:
+        raise LabError(f"VM {spec.name}: qemu did not start: {launch.stderr.strip()}")
+    (vmdir / "vm.json").write_text(json.dumps(asdict(record), indent=2) + "\n", encoding="utf-8")
+    return record
+
+
+def start_many(specs: list[VmSpec], boot_timeout: float = 300.0, log=print) -> list[VmRecord]:
+    """Launch every VM first, then wait for each: boots overlap instead of queueing."""
+    records = [_launch(spec, log) for spec in specs]
+    started = time.monotonic()
+    for record in records:
+        remaining = max(boot_timeout - (time.monotonic() - started), 1.0)
+        wait_ready(record, remaining)
+        seconds = time.monotonic() - started
+        log(f"lab: {record.name} ({record.arch}, {record.accel}) ssh on {LOOPBACK}:{record.ssh_port} after {seconds:.1f}s")
+        (paths.vm_dir(record.name) / "boot-seconds").write_text(f"{seconds:.1f}\n", encoding="ascii")
+    return records
+
+
+def start(spec: VmSpec, boot_timeout: float = 300.0, log=print) -> VmRecord:
+    return start_many([spec], boot_timeout, log)[0]

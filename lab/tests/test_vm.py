@@ -1,0 +1,97 @@
+import json
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from cpuinfer_lab import paths, vm
+
+
+def _fake_qemu(name: str) -> subprocess.Popen:
+    """A process whose argv looks like one of our qemus; it is really a sleeping python."""
+    argv = ["qemu-system-x86_64", "-c", "import time; time.sleep(60)", "-name", f"cpuinfer-lab:{name}"]
+    proc = subprocess.Popen(argv, executable=sys.executable)
+    deadline = time.monotonic() + 5
+    while not Path(f"/proc/{proc.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.01)  # until the exec has replaced the forked image's (empty) command line
+    return proc
+
+
+def _write_pidfile(name: str, pid: int) -> None:
+    directory = paths.vm_dir(name)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "qemu.pid").write_text(f"{pid}\n")
+
+
+def test_running_pid_recognises_our_qemu_and_stop_ends_it(lab_state):
+    proc = _fake_qemu("alpha")
+    try:
+        _write_pidfile("alpha", proc.pid)
+        assert vm.running_pid("alpha") == proc.pid
+        assert vm.stop("alpha", timeout=5) is True
+        assert proc.wait(timeout=5) is not None
+        assert vm.running_pid("alpha") is None
+    finally:
+        proc.kill()
+
+
+def test_pidfile_of_another_vm_name_is_not_ours(lab_state):
+    proc = _fake_qemu("alpha")
+    try:
+        _write_pidfile("beta", proc.pid)
+        assert vm.running_pid("beta") is None
+        assert vm.stop("beta") is False
+        assert proc.poll() is None, "a process that is not beta's qemu must not be signalled"
+    finally:
+        proc.kill()
+
+
+def test_recycled_pid_of_a_foreign_process_is_never_signalled(lab_state):
+    foreign = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        _write_pidfile("gamma", foreign.pid)
+        assert vm.stop("gamma") is False
+        assert foreign.poll() is None
+    finally:
+        foreign.kill()
+
+
+def test_missing_or_garbage_pidfile(lab_state):
+    assert vm.running_pid("nothing") is None
+    _write_pidfile("junk", 0)
+    (paths.vm_dir("junk") / "qemu.pid").write_text("not a pid")
+    assert vm.running_pid("junk") is None
+
+
+def test_qemu_argv_binds_forwards_to_loopback_and_restricts_the_guest(lab_state, tmp_path):
+    from cpuinfer_lab import image
+
+    img = image.Image("amd64", tmp_path / "img")
+    spec = vm.VmSpec(name="n1", cpus=2, memory_mb=512)
+    argv = vm._qemu_argv(spec, img, tmp_path, 2222, {"8080": 18080})
+    netdev = argv[argv.index("-netdev") + 1]
+    assert "restrict=on" in netdev
+    assert "hostfwd=tcp:127.0.0.1:2222-:22" in netdev
+    assert "hostfwd=tcp:127.0.0.1:18080-:8080" in netdev
+    assert argv[argv.index("-accel") + 1] == "tcg,thread=multi,tb-size=128"
+    assert argv[argv.index("-smp") + 1] == "2"
+    assert "cpuinfer-lab:n1" in argv
+
+
+def test_arm64_uses_virt_machine_and_its_console(lab_state, tmp_path):
+    from cpuinfer_lab import image
+
+    argv = vm._qemu_argv(vm.VmSpec(name="a", arch="arm64"), image.Image("arm64", tmp_path), tmp_path, 1, {})
+    assert argv[0] == "qemu-system-aarch64"
+    assert argv[argv.index("-M") + 1] == "virt"
+    assert "console=ttyAMA0" in argv[argv.index("-append") + 1]
+    assert argv[argv.index("-cpu") + 1] == "cortex-a72"
+
+
+def test_record_round_trip(lab_state):
+    record = vm.VmRecord("r", "amd64", 1, 512, "max", "tcg", 2200, {}, "/k", "/s", "/i")
+    paths.vm_dir("r").mkdir(parents=True)
+    (paths.vm_dir("r") / "vm.json").write_text(json.dumps(asdict(record)))
+    assert vm.load_record("r") == record
+    assert vm.list_running() == []  # recorded, but no qemu behind it
