@@ -17,6 +17,8 @@ from . import paths, userns
 ARCHES = ("amd64", "arm64")
 SUITE = "bookworm"
 IMAGE_SIZE = "4G"
+# Bump when a change to this builder changes what lands in the image (the recipe is hashed anyway).
+BUILDER_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -60,8 +62,8 @@ def packages(arch: str) -> list[str]:
 
 
 def recipe_key(arch: str) -> str:
-    digest = hashlib.sha256(f"{arch}\n{SUITE}\n{mirror()}\n{IMAGE_SIZE}\n".encode())
-    for path in sorted(paths.RECIPE_DIR.iterdir()) + [Path(__file__), Path(userns.__file__)]:
+    digest = hashlib.sha256(f"{arch}\n{SUITE}\n{mirror()}\n{IMAGE_SIZE}\n{BUILDER_VERSION}\n".encode())
+    for path in sorted(paths.RECIPE_DIR.iterdir()):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -119,12 +121,22 @@ def _mmdebstrap_argv(arch: str, work: Path) -> list[str]:
     ]
 
 
+def _remove_abandoned_builds(root: Path) -> None:
+    """Work trees of builds whose process died (a killed run) are removed, not reused."""
+    for work in root.glob("build-*-*"):
+        pid = work.name.rsplit("-", 1)[1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def build(arch: str, log=print) -> Image:
     """Return the cached image for arch, building it first when the recipe changed."""
     image = image_for(arch)
     if image.ready:
         return image
     root = paths.cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned_builds(root)
     work = root / f"build-{arch}-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -158,3 +170,12 @@ def build(arch: str, log=print) -> Image:
         raise
     shutil.rmtree(work, ignore_errors=True)
     return image
+
+
+def prune_stale(arch: str, in_use: set[str], log=print) -> None:
+    """Remove images of arch built from older recipes, except those a running VM still reads."""
+    current = image_for(arch).directory
+    for directory in (paths.cache_root() / "images").glob(f"{arch}-*"):
+        if directory != current and str(directory) not in in_use:
+            shutil.rmtree(directory, ignore_errors=True)
+            log(f"lab: removed stale image {directory}")

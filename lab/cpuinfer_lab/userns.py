@@ -79,5 +79,4 @@ def run_as_namespace_root(argv: list[str], env: dict[str, str], aarch64_interpre
     finally:
         os.close(mapped_write)
         os.close(ready_read)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])

@@ -198,6 +198,7 @@ def _launch(spec: VmSpec, log) -> VmRecord:
     if spec.arch not in QEMU_BY_ARCH:
         raise LabError(f"unknown architecture {spec.arch!r}")
     img = images.build(spec.arch, log=log)
+    images.prune_stale(spec.arch, {r.image for r in list_running()}, log=log)
     vmdir = paths.vm_dir(spec.name)
     if stop(spec.name):
         log(f"lab: stopped a leftover VM {spec.name}")

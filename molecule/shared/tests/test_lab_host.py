@@ -1,5 +1,6 @@
 """A lab host is what the collection targets: systemd as PID 1 on a pure cgroup v2 hierarchy."""
 
+import json
 import os
 
 REQUIRED_CONTROLLERS = {"cpu", "memory", "io", "cpuset"}
@@ -31,3 +32,29 @@ def test_converge_left_its_state_directory(host):
 def test_guest_architecture_matches_the_scenario(host):
     expected = "aarch64" if os.environ.get("MOLECULE_SCENARIO_NAME") == "arm64" else "x86_64"
     assert host.system_info.arch == expected
+
+
+def _recorded_facts(host):
+    with host.sudo():
+        return json.loads(host.file("/var/lib/cpuinfer/host_facts.json").content_string)
+
+
+def test_host_facts_match_the_guest(host):
+    facts = _recorded_facts(host)
+    with host.sudo():
+        nproc = int(host.check_output("nproc --all"))
+    assert facts["logical_cpus"] == nproc
+    assert facts["physical_cores"] >= 1 and facts["sockets"] == 1
+    assert facts["cgroup"]["version"] == 2
+    assert REQUIRED_CONTROLLERS <= set(facts["cgroup"]["controllers"])
+    assert facts["numa_nodes"][0]["id"] == 0
+    assert not facts["rdt"]["l3_cat"] and not facts["rdt"]["mounted"]  # emulated CPUs have no RDT
+    if os.environ.get("MOLECULE_SCENARIO_NAME") == "arm64":
+        assert facts["arch"] == "aarch64"
+        assert facts["platform"] == "aarch64"  # a Cortex-A72 guest is neither Kunpeng nor Phytium
+        assert "neon" in facts["isa"]
+        assert facts["llama_cmake_args"][-1].startswith("-DGGML_CPU_ARM_ARCH=")
+    else:
+        assert facts["arch"] == "x86_64" and facts["platform"] in ("x86_64", "xeon")
+        assert {"avx", "avx2", "fma", "f16c"} <= set(facts["isa"])  # qemu -cpu max under TCG
+        assert facts["llama_build_class"] == "x86-avx2"

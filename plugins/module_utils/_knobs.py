@@ -1,0 +1,96 @@
+# -*- coding: utf-8 -*-
+# Copyright: cpuinfer.llm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Kernel knob files (sysfs, procfs, cgroupfs): read, normalise, write, and undo a run's writes.
+
+Private to the collection. Every path is taken relative to a root, so units run on a tmp tree.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import errno
+import os
+import re
+
+__metaclass__ = type
+
+_BRACKETED = re.compile(r"\[([^\]]+)\]")
+
+
+class KnobError(Exception):
+    """A knob could not be read or written; the message names the file and the kernel's reason."""
+
+
+def knob_path(root, relative):
+    """Join a root with a kernel path such as '/sys/kernel/mm/...', refusing '..' escapes."""
+    relative = relative.lstrip("/")
+    if ".." in relative.split("/"):
+        raise KnobError("refusing a path that leaves the root: %s" % relative)
+    return os.path.join(root, relative)
+
+
+def read_knob(root, relative):
+    path = knob_path(root, relative)
+    try:
+        with open(path, "r") as handle:
+            return handle.read().strip()
+    except (IOError, OSError) as exc:
+        raise KnobError("cannot read %s: %s" % (path, os.strerror(exc.errno) if exc.errno else exc))
+
+
+def knob_exists(root, relative):
+    return os.path.exists(knob_path(root, relative))
+
+
+def write_knob(root, relative, value):
+    """Write one value the way the kernel expects it: a single write() of the whole string."""
+    path = knob_path(root, relative)
+    data = str(value)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    except (IOError, OSError) as exc:
+        raise KnobError("cannot open %s for writing: %s" % (path, os.strerror(exc.errno)))
+    try:
+        os.write(fd, data.encode("ascii"))
+    except (IOError, OSError) as exc:
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        if exc.errno == errno.EINVAL:
+            reason += " (the kernel refused the value %r)" % data
+        raise KnobError("cannot write %s: %s" % (path, reason))
+    finally:
+        os.close(fd)
+
+
+def parse_selection(text):
+    """'always [madvise] never' -> ('madvise', ['always', 'madvise', 'never'])."""
+    selected = _BRACKETED.search(text)
+    choices = [word.strip("[]") for word in text.split()]
+    return (selected.group(1) if selected else None), choices
+
+
+class UndoLog:
+    """Records each knob's previous value before it is written; rollback() puts them back."""
+
+    def __init__(self, root):
+        self.root = root
+        self._entries = []
+
+    def write(self, relative, value, previous):
+        # recorded only once written: a knob write the kernel refused changed nothing
+        write_knob(self.root, relative, value)
+        self._entries.append((relative, previous))
+
+    @property
+    def written(self):
+        return [relative for relative, dummy in self._entries]
+
+    def rollback(self):
+        """Undo in reverse order; returns the list of (path, error) that could not be restored."""
+        failures = []
+        while self._entries:
+            relative, previous = self._entries.pop()
+            try:
+                write_knob(self.root, relative, previous)
+            except KnobError as exc:
+                failures.append((relative, str(exc)))
+        return failures

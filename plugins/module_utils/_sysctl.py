@@ -1,0 +1,77 @@
+# -*- coding: utf-8 -*-
+# Copyright: cpuinfer.llm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""sysctl knobs through procfs (/proc/sys) and their sysctl.d drop-ins."""
+
+from __future__ import absolute_import, division, print_function
+
+import gzip
+import os
+import re
+
+from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_exists, knob_path, read_knob, write_knob
+from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import read_file
+
+__metaclass__ = type
+
+_KEY = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
+_CONFIG_SET = re.compile(r"^(CONFIG_[A-Z0-9_]+)=(.*)$", re.MULTILINE)
+_CONFIG_UNSET = re.compile(r"^# (CONFIG_[A-Z0-9_]+) is not set$", re.MULTILINE)
+
+
+class SysctlError(Exception):
+    """An unknown sysctl key, or a value the kernel does not hold."""
+
+
+def sysctl_path(key):
+    if not _KEY.match(key):
+        raise SysctlError("not a sysctl key: %r" % key)
+    return "/proc/sys/" + key.replace(".", "/")
+
+
+def read_int(root, key):
+    path = sysctl_path(key)
+    if not knob_exists(root, path):
+        raise SysctlError("this kernel has no %s (%s)" % (key, path))
+    return int(read_knob(root, path))
+
+
+def write_value(root, key, value):
+    write_knob(root, sysctl_path(key), value)
+
+
+def parse_dropin(text):
+    """'key = value' lines of a sysctl.d file -> dict; comments and blanks skipped."""
+    values = {}
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if line and not line.startswith(("#", ";")) and "=" in line:
+            key, value = line.split("=", 1)
+            values[key.strip().lstrip("-")] = value.strip()
+    return values
+
+
+def render_dropin(header, values, notes=()):
+    lines = [header] + ["# %s\n" % note for note in notes]
+    lines += ["%s = %s\n" % (key, values[key]) for key in sorted(values)]
+    return "".join(lines)
+
+
+def kernel_config(root):
+    """The running kernel's build options {'CONFIG_X': 'y', 'CONFIG_Y': 'n' (is not set)}, or None
+    when no config is readable (/proc/config.gz, else /boot/config-<release>)."""
+    text = None
+    config_gz = knob_path(root, "/proc/config.gz")
+    if os.path.exists(config_gz):
+        try:
+            with gzip.open(config_gz, "rt") as handle:
+                text = handle.read()
+        except (IOError, OSError):
+            text = None
+    if text is None and knob_exists(root, "/proc/sys/kernel/osrelease"):
+        text = read_file(root, "/boot/config-%s" % read_knob(root, "/proc/sys/kernel/osrelease"))
+    if text is None:
+        return None
+    options = dict(_CONFIG_SET.findall(text))
+    options.update((name, "n") for name in _CONFIG_UNSET.findall(text))
+    return options

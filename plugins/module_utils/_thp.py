@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+# Copyright: cpuinfer.llm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Transparent huge pages through sysfs (/sys/kernel/mm/transparent_hugepage) and its
+tmpfiles.d drop-in, which re-applies the values at boot."""
+
+from __future__ import absolute_import, division, print_function
+
+from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import (
+    knob_exists,
+    parse_selection,
+    read_knob,
+)
+
+__metaclass__ = type
+
+THP_DIR = "/sys/kernel/mm/transparent_hugepage"
+TMPFILES_DROPIN = "/etc/tmpfiles.d/cpuinfer-thp.conf"
+SELECTION_KNOBS = ("enabled", "defrag")
+KHUGEPAGED_KNOBS = ("defrag", "pages_to_scan", "scan_sleep_millisecs", "alloc_sleep_millisecs", "max_ptes_none")
+
+
+class ThpError(Exception):
+    """THP is missing or a requested value is not one the running kernel offers."""
+
+
+def knob_relative(name):
+    """'enabled' -> sysfs path; 'khugepaged.pages_to_scan' -> the khugepaged file."""
+    return "%s/%s" % (THP_DIR, name.replace(".", "/"))
+
+
+def available(root):
+    return knob_exists(root, THP_DIR + "/enabled")
+
+
+def read_state(root):
+    """Current values, normalised: selections as the bracketed word, khugepaged as integers.
+    Returns (values, choices) where choices maps each selection knob to what the kernel offers."""
+    if not available(root):
+        raise ThpError(
+            "transparent huge pages are not available: %s is missing "
+            "(kernel built without CONFIG_TRANSPARENT_HUGEPAGE?)" % (THP_DIR + "/enabled")
+        )
+    values, choices = {}, {}
+    for name in SELECTION_KNOBS:
+        selected, offered = parse_selection(read_knob(root, knob_relative(name)))
+        values[name], choices[name] = selected, offered
+    for name in KHUGEPAGED_KNOBS:
+        key = "khugepaged." + name
+        if knob_exists(root, knob_relative(key)):
+            values[key] = int(read_knob(root, knob_relative(key)))
+    return values, choices
+
+
+def validate(wanted, current, choices):
+    """Every problem with the request at once, as a list of messages (empty: valid)."""
+    problems = []
+    for name in SELECTION_KNOBS:
+        if name in wanted and wanted[name] not in choices[name]:
+            problems.append("%s=%s is not offered by this kernel (it offers: %s)" % (name, wanted[name], ", ".join(choices[name])))
+    for key, value in wanted.items():
+        if key.startswith("khugepaged."):
+            if key not in current:
+                problems.append("%s: this kernel has no %s" % (key, knob_relative(key)))
+            elif key == "khugepaged.defrag" and value not in (0, 1):
+                problems.append("khugepaged.defrag must be 0 or 1, not %s" % value)
+            elif value < 0:
+                problems.append("%s must not be negative" % key)
+    return problems
+
+
+def render_dropin(values, header):
+    """tmpfiles.d 'w' lines: systemd-tmpfiles writes them into sysfs early at every boot."""
+    lines = [header]
+    for key in sorted(values):
+        lines.append("w %s - - - - %s\n" % (knob_relative(key), values[key]))
+    return "".join(lines)
+
+
+def parse_dropin(text):
+    """Values recorded in our own drop-in (so a run that sets one knob keeps the others)."""
+    values = {}
+    for line in (text or "").splitlines():
+        fields = line.split()
+        if len(fields) == 7 and fields[0] == "w" and fields[1].startswith(THP_DIR + "/"):
+            key = fields[1][len(THP_DIR) + 1:].replace("/", ".")
+            values[key] = int(fields[6]) if key.startswith("khugepaged.") else fields[6]
+    return values

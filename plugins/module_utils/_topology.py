@@ -1,0 +1,126 @@
+# -*- coding: utf-8 -*-
+# Copyright: cpuinfer.llm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""CPU topology from procfs and sysfs: /proc/cpuinfo, online CPUs, packages, cores, caches,
+NUMA nodes, and the ARM MIDR register."""
+
+from __future__ import absolute_import, division, print_function
+
+import os
+import re
+
+from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import format_cpulist, parse_cpulist
+from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_exists, knob_path, read_knob
+from ansible_collections.cpuinfer.llm.plugins.module_utils._sizes import parse_size
+
+__metaclass__ = type
+
+CPU_DIR = "/sys/devices/system/cpu"
+NODE_DIR = "/sys/devices/system/node"
+_NUMBERED = re.compile(r"^(cpu|node|index)(\d+)$")
+
+
+def _numbered_entries(root, relative, prefix):
+    path = knob_path(root, relative)
+    if not os.path.isdir(path):
+        return []
+    numbers = []
+    for name in os.listdir(path):
+        match = _NUMBERED.match(name)
+        if match and match.group(1) == prefix:
+            numbers.append(int(match.group(2)))
+    return sorted(numbers)
+
+
+def read_cpuinfo(root):
+    """/proc/cpuinfo as (common, per_cpu): common holds keys outside any processor block (ARM's
+    'Features' on some kernels); per_cpu is a list of dicts, one per 'processor' block."""
+    text = read_knob(root, "/proc/cpuinfo")
+    common, per_cpu, block = {}, [], None
+    for line in text.splitlines():
+        if ":" not in line:
+            block = None
+            continue
+        key, value = [part.strip() for part in line.split(":", 1)]
+        if key == "processor":
+            block = {"processor": value}
+            per_cpu.append(block)
+        elif block is not None:
+            block[key] = value
+        else:
+            common[key] = value
+    return common, per_cpu
+
+
+def online_cpus(root):
+    if knob_exists(root, CPU_DIR + "/online"):
+        return parse_cpulist(read_knob(root, CPU_DIR + "/online"))
+    return set(_numbered_entries(root, CPU_DIR, "cpu"))
+
+
+def _cpu_knob(root, cpu, name):
+    relative = "%s/cpu%d/%s" % (CPU_DIR, cpu, name)
+    return read_knob(root, relative) if knob_exists(root, relative) else None
+
+
+def packages_and_cores(root, cpus):
+    """(sockets, physical_cores): distinct package ids and distinct (package, core) pairs."""
+    packages, cores = set(), set()
+    for cpu in cpus:
+        package = _cpu_knob(root, cpu, "topology/physical_package_id")
+        core = _cpu_knob(root, cpu, "topology/core_id")
+        packages.add(package)
+        cores.add((package, core if core is not None else cpu))
+    return len(packages), len(cores)
+
+
+def thread_siblings(root, cpus):
+    """Groups of logical CPUs that share one physical core."""
+    groups = set()
+    for cpu in cpus:
+        siblings = _cpu_knob(root, cpu, "topology/thread_siblings_list")
+        groups.add(format_cpulist(parse_cpulist(siblings) if siblings else {cpu}))
+    return sorted(groups, key=lambda text: min(parse_cpulist(text)))
+
+
+def caches(root, cpus):
+    """Distinct caches: [{level, type, size_bytes, cpus}], one entry per physical cache instance."""
+    seen = {}
+    for cpu in cpus:
+        base = "%s/cpu%d/cache" % (CPU_DIR, cpu)
+        for index in _numbered_entries(root, base, "index"):
+            relative = "%s/index%d/" % (base, index)
+            level = read_knob(root, relative + "level")
+            kind = read_knob(root, relative + "type")
+            shared = _optional(root, relative + "shared_cpu_list") or str(cpu)
+            size = _optional(root, relative + "size")
+            key = (level, kind, format_cpulist(parse_cpulist(shared)))
+            if key not in seen:
+                seen[key] = {
+                    "level": int(level),
+                    "type": kind,
+                    "size_bytes": parse_size(size) if size else None,
+                    "cpus": key[2],
+                }
+    return sorted(seen.values(), key=lambda c: (c["level"], c["type"], min(parse_cpulist(c["cpus"]))))
+
+
+def _optional(root, relative):
+    return read_knob(root, relative) if knob_exists(root, relative) else None
+
+
+def numa_nodes(root):
+    nodes = []
+    for node in _numbered_entries(root, NODE_DIR, "node"):
+        cpulist = _optional(root, "%s/node%d/cpulist" % (NODE_DIR, node)) or ""
+        nodes.append({"id": node, "cpus": format_cpulist(parse_cpulist(cpulist))})
+    return nodes
+
+
+def midr(root, cpus):
+    """ARM MIDR_EL1 of the first online CPU as an int, or None (x86, or not exposed)."""
+    for cpu in sorted(cpus):
+        value = _cpu_knob(root, cpu, "regs/identification/midr_el1")
+        if value:
+            return int(value, 16)
+    return None

@@ -1,0 +1,140 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: cpuinfer.llm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: host_facts
+short_description: Facts about a CPU inference host - platform class, ISA, topology, cgroup and RDT support
+version_added: 0.1.0
+description:
+  - Tells Intel Xeon, Huawei Kunpeng 920 and Phytium (FT-2000+, S2500) hosts apart from other
+    x86_64 and aarch64 machines, and reports what the tuning and the llama.cpp build need.
+  - Reads only C(/proc/cpuinfo), C(/proc/filesystems), C(/proc/mounts), C(/sys/devices/system/cpu)
+    (online, topology, caches, ARM C(midr_el1)), C(/sys/devices/system/node),
+    C(/sys/fs/cgroup/cgroup.controllers) and C(/sys/fs/resctrl/info); changes nothing.
+  - Facts are returned under C(ansible_facts.cpuinfer).
+author: cpuinfer.llm maintainers
+options: {}
+extends_documentation_fragment:
+  - cpuinfer.llm.kernel
+attributes:
+  facts:
+    support: full
+  check_mode:
+    support: full
+    description: The module only reads.
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Learn what kind of inference host this is
+  cpuinfer.llm.host_facts:
+
+- name: Build flags for this host's class
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts.cpuinfer.llama_cmake_args | join(' ') }}"
+
+- name: Read facts from an offline snapshot of another host
+  cpuinfer.llm.host_facts:
+    root: /srv/snapshots/kunpeng-01
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts under the key C(cpuinfer).
+  returned: always
+  type: dict
+  contains:
+    cpuinfer:
+      description: The host's facts.
+      type: dict
+      returned: always
+      sample:
+        platform: kunpeng
+        arch: aarch64
+        vendor: HiSilicon
+        model_name: Kunpeng 920 (TaiShan v110)
+        sockets: 2
+        physical_cores: 128
+        logical_cpus: 128
+        online_cpus: "0-127"
+        numa_nodes: [{id: 0, cpus: "0-31"}, {id: 1, cpus: "32-63"}]
+        l3_domains: ["0-31", "32-63"]
+        core_cpus: ["0", "1"]
+        caches: [{level: 3, type: Unified, size_bytes: 33554432, cpus: "0-31"}]
+        isa: [dotprod, fp16, neon]
+        cgroup: {version: 2, controllers: [cpu, cpuset, io, memory, pids]}
+        rdt: {l3_cat: false, l3_cdp: false, l2_cat: false, mba: false, l3_mon: false, mounted: false, kernel: false}
+        llama_build_class: arm-armv8.2-a+dotprod+fp16
+        llama_cmake_args: ["-DGGML_NATIVE=OFF", "-DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod+fp16"]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _cpu_classes, _resctrl, _topology
+from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import CpuListError, format_cpulist
+from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import KnobError
+
+
+def detect_arch(common, per_cpu):
+    first = per_cpu[0] if per_cpu else common
+    if "vendor_id" in first or "flags" in first:
+        return "x86_64"
+    if "CPU implementer" in first or "Features" in first or "CPU implementer" in common:
+        return "aarch64"
+    return "unknown"
+
+
+def gather(root):
+    common, per_cpu = _topology.read_cpuinfo(root)
+    arch = detect_arch(common, per_cpu)
+    cpus = _topology.online_cpus(root)
+    identity = _cpu_classes.identify(arch, common, per_cpu, _topology.midr(root, cpus))
+    isa = _cpu_classes.normalised_isa(arch, identity["flags"])
+    sockets, physical_cores = _topology.packages_and_cores(root, cpus)
+    caches = _topology.caches(root, cpus)
+    nodes = _topology.numa_nodes(root) or [{"id": 0, "cpus": format_cpulist(cpus)}]
+    mounted = [mountpoint for mountpoint, fstype in _cgroupfs.mounts(root) if fstype == "resctrl"]
+    build_class, cmake_args = _cpu_classes.llama_build(arch, identity["platform"], isa)
+    return {
+        "platform": identity["platform"],
+        "arch": arch,
+        "vendor": identity["vendor"],
+        "model_name": identity["model_name"],
+        "sockets": sockets,
+        "physical_cores": physical_cores,
+        "logical_cpus": len(cpus),
+        "online_cpus": format_cpulist(cpus),
+        "numa_nodes": nodes,
+        "l3_domains": [c["cpus"] for c in caches if c["level"] == 3 and c["type"] == "Unified"],
+        "core_cpus": _topology.thread_siblings(root, cpus),
+        "caches": caches,
+        "isa": isa,
+        "cgroup": {
+            "version": _cgroupfs.hierarchy_version(root),
+            "controllers": _cgroupfs.available_controllers(root),
+        },
+        "rdt": _cpu_classes.rdt_support(
+            arch, identity["flags"], _resctrl.info_resources(root), bool(mounted), _resctrl.kernel_supports(root)
+        ),
+        "llama_build_class": build_class,
+        "llama_cmake_args": cmake_args,
+    }
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(root=dict(type="path", default="/")), supports_check_mode=True)
+    try:
+        facts = gather(module.params["root"])
+    except (KnobError, CpuListError, ValueError) as exc:
+        module.fail_json(msg="cannot read the host's CPU facts: %s" % exc)
+    module.exit_json(changed=False, ansible_facts={"cpuinfer": facts})
+
+
+if __name__ == "__main__":
+    main()

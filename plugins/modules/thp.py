@@ -1,0 +1,165 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: cpuinfer.llm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: thp
+short_description: Set transparent huge pages (enabled, defrag, khugepaged) and keep them across reboots
+version_added: 0.1.0
+description:
+  - Sets the kernel's transparent huge page policy under C(/sys/kernel/mm/transparent_hugepage).
+  - For inference hosts V(madvise) with O(defrag=never) gives huge pages to the model's mapped
+    memory (llama.cpp asks for them) without stalling every other allocation on compaction.
+  - Persists the values in C(/etc/tmpfiles.d/cpuinfer-thp.conf), which systemd-tmpfiles writes into
+    sysfs early at boot. Values offered by the running kernel are read from sysfs and checked
+    before anything is written; on a failed write every value written by this run is put back.
+author: cpuinfer.llm maintainers
+options:
+  enabled:
+    description: THP policy for anonymous memory.
+    type: str
+    choices: [always, madvise, never]
+  defrag:
+    description: When page faults may stall on compaction to get a huge page.
+    type: str
+    choices: [always, defer, defer+madvise, madvise, never]
+  khugepaged:
+    description: Settings of the khugepaged collapse daemon; only the keys given are managed.
+    type: dict
+    suboptions:
+      defrag:
+        description: Whether khugepaged may compact memory (V(0) or V(1)).
+        type: int
+      pages_to_scan:
+        description: Pages scanned per wake-up.
+        type: int
+      scan_sleep_millisecs:
+        description: Sleep between scans.
+        type: int
+      alloc_sleep_millisecs:
+        description: Sleep after a failed huge page allocation.
+        type: int
+      max_ptes_none:
+        description: How many unmapped small pages a collapse may fill.
+        type: int
+extends_documentation_fragment:
+  - cpuinfer.llm.kernel
+  - cpuinfer.llm.kernel.persistent
+"""
+
+EXAMPLES = r"""
+- name: Huge pages only where the inference server asks for them, never stall on compaction
+  cpuinfer.llm.thp:
+    enabled: madvise
+    defrag: never
+
+- name: Slow khugepaged down on a latency-sensitive host
+  cpuinfer.llm.thp:
+    khugepaged:
+      defrag: 0
+      scan_sleep_millisecs: 30000
+"""
+
+RETURN = r"""
+before:
+  description: Values before the run (managed keys and everything the kernel reported).
+  returned: always
+  type: dict
+  sample: {enabled: always, defrag: madvise, khugepaged.defrag: 1}
+after:
+  description: Values after the run (in check mode, what they would be).
+  returned: always
+  type: dict
+  sample: {enabled: madvise, defrag: never, khugepaged.defrag: 1}
+persistent_file:
+  description: The tmpfiles.d drop-in that re-applies the values at boot.
+  returned: when O(persistent=true)
+  type: str
+  sample: /etc/tmpfiles.d/cpuinfer-thp.conf
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.cpuinfer.llm.plugins.module_utils._apply import ApplyError, apply_plan, render_values
+from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import KnobError
+from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import MANAGED_HEADER, read_file
+from ansible_collections.cpuinfer.llm.plugins.module_utils._thp import (
+    KHUGEPAGED_KNOBS,
+    TMPFILES_DROPIN,
+    ThpError,
+    knob_relative,
+    parse_dropin,
+    read_state,
+    render_dropin,
+    validate,
+)
+
+ARGUMENT_SPEC = dict(
+    enabled=dict(type="str", choices=["always", "madvise", "never"]),
+    defrag=dict(type="str", choices=["always", "defer", "defer+madvise", "madvise", "never"]),
+    khugepaged=dict(type="dict", options=dict((name, dict(type="int")) for name in KHUGEPAGED_KNOBS)),
+    persistent=dict(type="bool", default=True),
+    root=dict(type="path", default="/"),
+)
+
+
+def wanted_values(params):
+    wanted = dict((name, params[name]) for name in ("enabled", "defrag") if params[name] is not None)
+    for name, value in (params["khugepaged"] or {}).items():
+        if value is not None:
+            wanted["khugepaged." + name] = value
+    return wanted
+
+
+def main():
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    root = module.params["root"]
+
+    try:
+        current, choices = read_state(root)
+    except (ThpError, KnobError) as exc:
+        module.fail_json(msg=str(exc))
+    wanted = wanted_values(module.params)
+    if not wanted:
+        module.fail_json(msg="nothing to set: give enabled, defrag or khugepaged")
+    problems = validate(wanted, current, choices)
+    if problems:
+        module.fail_json(msg="invalid request, nothing written: " + "; ".join(problems))
+
+    after = dict(current, **wanted)
+    knob_writes = [(knob_relative(k), wanted[k], current[k]) for k in sorted(wanted) if current[k] != wanted[k]]
+    file_writes = []
+    dropin_before = read_file(root, TMPFILES_DROPIN)
+    dropin_after = dropin_before
+    if module.params["persistent"]:
+        recorded = dict(parse_dropin(dropin_before), **wanted)
+        dropin_after = render_dropin(recorded, MANAGED_HEADER.format(module="cpuinfer.llm.thp"))
+        if dropin_after != dropin_before:
+            file_writes.append((TMPFILES_DROPIN, dropin_after, dropin_before))
+
+    changed = bool(knob_writes or file_writes)
+    if changed and not module.check_mode:
+        try:
+            apply_plan(root, knob_writes, file_writes)
+        except ApplyError as exc:
+            module.fail_json(msg=exc.describe(), before=current)
+
+    result = dict(changed=changed, before=current, after=after)
+    if module.params["persistent"]:
+        result["persistent_file"] = TMPFILES_DROPIN
+    if module._diff:
+        result["diff"] = [
+            dict(before_header="runtime", after_header="runtime",
+                 before=render_values(current), after=render_values(after)),
+            dict(before_header=TMPFILES_DROPIN, after_header=TMPFILES_DROPIN,
+                 before=dropin_before or "", after=dropin_after or ""),
+        ]
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

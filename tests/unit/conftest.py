@@ -1,0 +1,63 @@
+"""Shared fixtures: the collection importable by its FQCN, modules run in-process, fake trees."""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+COLLECTIONS = REPO / ".build" / "collections"
+_LINK = COLLECTIONS / "ansible_collections" / "cpuinfer" / "llm"
+if not _LINK.exists():
+    _LINK.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(REPO, _LINK)
+sys.path.insert(0, str(COLLECTIONS))
+
+from ansible.module_utils import basic  # noqa: E402  (after the path is set)
+from ansible.module_utils.common import warnings as module_warnings  # noqa: E402
+from ansible.module_utils.testing import patch_module_args  # noqa: E402
+
+
+class ModuleExit(Exception):
+    def __init__(self, result):
+        super().__init__(result)
+        self.result = result
+
+
+class ModuleFail(ModuleExit):
+    pass
+
+
+@pytest.fixture
+def run_module(monkeypatch):
+    """run_module(module, args, check=False, diff=False) -> (failed, result)."""
+
+    def exit_json(self, **kwargs):
+        kwargs.setdefault("changed", False)
+        kwargs["warnings"] = list(module_warnings.get_warning_messages())
+        raise ModuleExit(json.loads(json.dumps(kwargs)))
+
+    def fail_json(self, msg, **kwargs):
+        kwargs["msg"] = msg
+        raise ModuleFail(json.loads(json.dumps(kwargs)))
+
+    # warnings are process-global in AnsibleModule; each run starts with none
+    monkeypatch.setattr(module_warnings, "_global_warnings", {})
+
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+
+    def run(module, args, check=False, diff=False):
+        full = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
+        with patch_module_args(full):
+            try:
+                module.main()
+            except ModuleFail as failure:
+                return True, failure.result
+            except ModuleExit as done:
+                return False, done.result
+        raise AssertionError("module returned without exit_json or fail_json")
+
+    return run

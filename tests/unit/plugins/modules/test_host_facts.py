@@ -1,0 +1,106 @@
+import pytest
+
+from ansible_collections.cpuinfer.llm.plugins.modules import host_facts
+
+from kernel_tree import cpu_tree, kunpeng_tree, phytium_tree, snapshot, write_tree, xeon_tree
+
+
+def facts_of(run_module, root):
+    failed, result = run_module(host_facts, {"root": str(root)})
+    assert not failed, result
+    assert result["changed"] is False
+    return result["ansible_facts"]["cpuinfer"]
+
+
+def test_xeon(tmp_path, run_module):
+    xeon_tree(tmp_path)
+    facts = facts_of(run_module, tmp_path)
+    assert facts["platform"] == "xeon" and facts["arch"] == "x86_64" and facts["vendor"] == "GenuineIntel"
+    assert (facts["sockets"], facts["physical_cores"], facts["logical_cpus"]) == (2, 32, 64)
+    assert facts["numa_nodes"] == [{"id": 0, "cpus": "0-15,32-47"}, {"id": 1, "cpus": "16-31,48-63"}]
+    assert facts["l3_domains"] == ["0-15,32-47", "16-31,48-63"]
+    assert facts["core_cpus"][0] == "0,32"
+    assert {"avx2", "fma", "f16c", "avx512f", "avx512_vnni", "sse4_2"} <= set(facts["isa"])
+    assert "neon" not in facts["isa"]
+    assert facts["rdt"]["l3_cat"] and facts["rdt"]["l3_cdp"] and facts["rdt"]["mba"] and facts["rdt"]["l3_mon"]
+    assert not facts["rdt"]["l2_cat"] and not facts["rdt"]["mounted"] and not facts["rdt"]["kernel"]
+    assert facts["llama_build_class"] == "x86-avx512"
+    assert "-DGGML_AVX512=ON" in facts["llama_cmake_args"] and "-DGGML_AVX512_VNNI=ON" in facts["llama_cmake_args"]
+    assert "-DGGML_NATIVE=OFF" in facts["llama_cmake_args"]
+    assert facts["cgroup"] == {"version": 2, "controllers": ["cpu", "cpuset", "hugetlb", "io", "memory", "pids"]}
+
+
+def test_kunpeng_920_from_midr(tmp_path, run_module):
+    kunpeng_tree(tmp_path)
+    facts = facts_of(run_module, tmp_path)
+    assert facts["platform"] == "kunpeng" and facts["arch"] == "aarch64" and facts["vendor"] == "HiSilicon"
+    assert facts["model_name"].startswith("Kunpeng 920")
+    assert (facts["sockets"], facts["physical_cores"], facts["logical_cpus"]) == (2, 128, 128)
+    assert len(facts["numa_nodes"]) == 4 and facts["numa_nodes"][1] == {"id": 1, "cpus": "32-63"}
+    assert facts["l3_domains"] == ["0-31", "32-63", "64-95", "96-127"]
+    assert {"neon", "dotprod", "fp16"} <= set(facts["isa"]) and "sve" not in facts["isa"]
+    assert facts["llama_cmake_args"] == ["-DGGML_NATIVE=OFF", "-DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod+fp16"]
+    assert not any(facts["rdt"][k] for k in ("l3_cat", "l3_cdp", "l2_cat", "mba", "l3_mon"))
+
+
+def test_phytium_from_cpuinfo_only(tmp_path, run_module):
+    phytium_tree(tmp_path)
+    facts = facts_of(run_module, tmp_path)
+    assert facts["platform"] == "phytium" and facts["vendor"] == "Phytium"
+    assert facts["model_name"] == "Phytium FTC662 (FT-2000+/64)"
+    assert len(facts["numa_nodes"]) == 8
+    assert facts["isa"] == ["neon"]
+    assert facts["llama_cmake_args"] == ["-DGGML_NATIVE=OFF", "-DGGML_CPU_ARM_ARCH=armv8-a"]
+
+
+def test_other_arm_is_plain_aarch64(tmp_path, run_module):
+    block = "Features\t: fp asimd asimddp asimdhp\nCPU implementer\t: 0x41\nCPU part\t: 0xd0c"
+    cpu_tree(tmp_path, sockets=1, cores_per_socket=2, threads_per_core=1, cpuinfo_block=block, midr=0x410FD0C1)
+    facts = facts_of(run_module, tmp_path)
+    assert facts["platform"] == "aarch64" and facts["model_name"] == "Neoverse-N1"
+    assert facts["llama_build_class"] == "arm-armv8.2-a+dotprod+fp16"
+
+
+def test_amd_epyc_is_plain_x86_64_and_avx2_class(tmp_path, run_module):
+    block = "vendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7763\nflags\t\t: sse4_2 avx avx2 fma f16c bmi2"
+    cpu_tree(tmp_path, sockets=1, cores_per_socket=4, threads_per_core=2, cpuinfo_block=block)
+    facts = facts_of(run_module, tmp_path)
+    assert facts["platform"] == "x86_64"
+    assert facts["llama_build_class"] == "x86-avx2"
+    assert "-DGGML_AVX512=OFF" in facts["llama_cmake_args"] and "-DGGML_BMI2=ON" in facts["llama_cmake_args"]
+
+
+@pytest.mark.parametrize("cgroup,version", [("hybrid", "hybrid"), ("v1", 1)])
+def test_cgroup_hierarchy_versions(tmp_path, run_module, cgroup, version):
+    xeon_tree(tmp_path, cgroup=cgroup)
+    assert facts_of(run_module, tmp_path)["cgroup"]["version"] == version
+
+
+def test_resctrl_mounted_with_info(tmp_path, run_module):
+    xeon_tree(tmp_path)
+    write_tree(tmp_path, {
+        "/proc/mounts": "cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\nresctrl /sys/fs/resctrl resctrl rw 0 0\n",
+        "/proc/filesystems": "nodev\tcgroup2\nnodev\tresctrl\n",
+        "/sys/fs/resctrl/info/L2/cbm_mask": "ff\n",
+    })
+    rdt = facts_of(run_module, tmp_path)["rdt"]
+    assert rdt["mounted"] and rdt["kernel"] and rdt["l2_cat"]
+
+
+def test_host_without_numa_dirs_reports_one_node(tmp_path, run_module):
+    xeon_tree(tmp_path)
+    for path in sorted((tmp_path / "sys/devices/system/node").rglob("*"), reverse=True):
+        path.unlink() if path.is_file() else path.rmdir()
+    assert facts_of(run_module, tmp_path)["numa_nodes"] == [{"id": 0, "cpus": "0-63"}]
+
+
+def test_reads_only_and_changes_nothing(tmp_path, run_module):
+    kunpeng_tree(tmp_path)
+    before = snapshot(tmp_path)
+    facts_of(run_module, tmp_path)
+    assert snapshot(tmp_path) == before
+
+
+def test_unreadable_host_fails_with_the_file(tmp_path, run_module):
+    failed, result = run_module(host_facts, {"root": str(tmp_path)})
+    assert failed and "proc/cpuinfo" in result["msg"]
