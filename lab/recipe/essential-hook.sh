@@ -7,8 +7,7 @@ arch="$2"
 mkdir -p "$root/etc/initramfs-tools/conf.d"
 echo 'MODULES=list' > "$root/etc/initramfs-tools/conf.d/cpuinfer-lab.conf"
 echo 'COMPRESS=gzip' >> "$root/etc/initramfs-tools/conf.d/cpuinfer-lab.conf"
-modules="virtio_pci virtio_blk ext4"
+printf '%s\n' virtio_pci virtio_blk ext4 > "$root/etc/initramfs-tools/modules"
 if [ "$arch" = arm64 ]; then
-  modules="$modules virtio_mmio crc32c_generic"
+  printf '%s\n' virtio_mmio crc32c_generic >> "$root/etc/initramfs-tools/modules"
 fi
-printf '%s\n' $modules > "$root/etc/initramfs-tools/modules"

@@ -28,6 +28,7 @@ attributes:
   platform:
     support: full
     platforms: posix
+    description: Linux hosts; the kernel interfaces used are Linux-only.
 """
 
     PERSISTENT = r"""

@@ -18,13 +18,14 @@ description:
     (online, topology, caches, ARM C(midr_el1)), C(/sys/devices/system/node),
     C(/sys/fs/cgroup/cgroup.controllers) and C(/sys/fs/resctrl/info); changes nothing.
   - Facts are returned under C(ansible_facts.cpuinfer).
-author: cpuinfer.llm maintainers
+author: cpuinfer.llm maintainers (@cpuinfer)
 options: {}
 extends_documentation_fragment:
   - cpuinfer.llm.kernel
 attributes:
   facts:
     support: full
+    description: Returns its facts under C(ansible_facts.cpuinfer).
   check_mode:
     support: full
     description: The module only reads.

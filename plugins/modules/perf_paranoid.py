@@ -23,7 +23,7 @@ description:
     records the opt-in in the drop-in.
   - V(3) and V(4) only mean more than V(2) on kernels carrying the Debian/Android restriction patch;
     RV(honours_level_3) tells whether the running kernel does.
-author: cpuinfer.llm maintainers
+author: cpuinfer.llm maintainers (@cpuinfer)
 options:
   level:
     description:
@@ -52,7 +52,7 @@ EXAMPLES = r"""
   cpuinfer.llm.perf_paranoid:
     level: 2
 
-- name: Lab only: open every perf event to every user, on record
+- name: "Lab only: open every perf event to every user, on record"
   cpuinfer.llm.perf_paranoid:
     level: -1
     allow_unrestricted: true

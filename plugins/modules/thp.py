@@ -18,7 +18,7 @@ description:
   - Persists the values in C(/etc/tmpfiles.d/cpuinfer-thp.conf), which systemd-tmpfiles writes into
     sysfs early at boot. Values offered by the running kernel are read from sysfs and checked
     before anything is written; on a failed write every value written by this run is put back.
-author: cpuinfer.llm maintainers
+author: cpuinfer.llm maintainers (@cpuinfer)
 options:
   enabled:
     description: THP policy for anonymous memory.
