@@ -5,7 +5,9 @@
 
 from __future__ import absolute_import, division, print_function
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_exists, read_knob
+import os
+
+from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_exists, knob_path, read_knob
 
 __metaclass__ = type
 
@@ -42,3 +44,168 @@ def available_controllers(root, group=""):
     if not knob_exists(root, relative):
         return []
     return sorted(read_knob(root, relative).split())
+
+
+class CgroupError(Exception):
+    """A path or value the cgroup filesystem would refuse, or a refused write."""
+
+
+def group_relative(path):
+    """'system.slice/x.service/work' -> '/sys/fs/cgroup/system.slice/x.service/work'.
+    Absolute paths, '..' and '.' components and empty names are refused."""
+    if not path or path.startswith("/"):
+        raise CgroupError("path must be relative to the cgroup2 mount, not %r" % (path,))
+    parts = path.split("/")
+    for part in parts:
+        if part in ("", ".", ".."):
+            raise CgroupError("path %r has an empty, '.' or '..' component" % (path,))
+    return CGROUP_MOUNT + "/" + "/".join(parts)
+
+
+def ancestors(path):
+    """'a/b/c' -> ['', 'a', 'a/b'] (the root first): the groups whose subtree_control matters."""
+    parts = path.split("/")
+    return [""] + ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def file_relative(group, name):
+    return (group_relative(group) if group else CGROUP_MOUNT) + "/" + name
+
+
+def group_exists(root, group):
+    return os.path.isdir(knob_path(root, group_relative(group) if group else CGROUP_MOUNT))
+
+
+def read_file(root, group, name):
+    """Text of a cgroup file, or None when the controller (and so the file) is absent."""
+    relative = file_relative(group, name)
+    return read_knob(root, relative) if knob_exists(root, relative) else None
+
+
+def subtree_control(root, group):
+    text = read_file(root, group, "cgroup.subtree_control")
+    return set((text or "").split())
+
+
+def procs(root, group):
+    text = read_file(root, group, "cgroup.procs") or ""
+    return [int(line) for line in text.split()]
+
+
+def child_groups(root, group):
+    base = knob_path(root, group_relative(group))
+    return sorted(name for name in os.listdir(base) if os.path.isdir(os.path.join(base, name)))
+
+
+def make_group(root, group):
+    try:
+        os.mkdir(knob_path(root, group_relative(group)))
+    except OSError as exc:
+        raise CgroupError("cannot create %s: %s" % (group, os.strerror(exc.errno)))
+
+
+def remove_group(root, group):
+    try:
+        os.rmdir(knob_path(root, group_relative(group)))
+    except OSError as exc:
+        raise CgroupError("cannot remove %s: %s" % (group, os.strerror(exc.errno)))
+
+
+def is_delegated(root, group):
+    """systemd marks the cgroup of a Delegate=yes unit with the xattr trusted.delegate (or
+    user.delegate for user managers) = 1; below such a group the tree is ours to manage."""
+    path = knob_path(root, group_relative(group))
+    for name in ("trusted.delegate", "user.delegate"):
+        try:
+            if os.getxattr(path, name).strip() in (b"1", b"true", b"yes"):
+                return True
+        except (OSError, AttributeError):
+            continue
+    return False
+
+
+def parse_flat_keyed(text):
+    """'usage_usec 10\\nnr_throttled 2' -> {'usage_usec': 10, 'nr_throttled': 2} (cpu.stat,
+    memory.events)."""
+    values = {}
+    for line in (text or "").splitlines():
+        fields = line.split()
+        if len(fields) == 2:
+            values[fields[0]] = int(fields[1]) if fields[1].lstrip("-").isdigit() else fields[1]
+    return values
+
+
+def parse_pressure(text):
+    """PSI 'some avg10=0.00 avg60=... total=N' / 'full ...' -> {'some': {...}, 'full': {...}}."""
+    result = {}
+    for line in (text or "").splitlines():
+        fields = line.split()
+        if fields and fields[0] in ("some", "full"):
+            result[fields[0]] = dict(
+                (key, float(value) if "." in value else int(value))
+                for key, value in (field.split("=", 1) for field in fields[1:])
+            )
+    return result
+
+
+def parse_nested_keyed(text):
+    """io.max / io.weight: '8:0 rbps=1 wbps=max' / 'default 100' / '8:0 200' -> {device: {...} | int}."""
+    result = {}
+    for line in (text or "").splitlines():
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) == 2 and "=" not in fields[1]:
+            result[fields[0]] = int(fields[1])
+        else:
+            result[fields[0]] = dict(field.split("=", 1) for field in fields[1:])
+    return result
+
+
+def process_group(root, pid):
+    """The cgroup2 path of a process relative to the mount ('' for the root), from /proc/PID/cgroup."""
+    for line in read_knob(root, "/proc/%d/cgroup" % pid).splitlines():
+        if line.startswith("0::"):
+            return line[3:].strip().strip("/")
+    raise CgroupError("process %d is in no cgroup v2 group (is the host on cgroup v1?)" % pid)
+
+
+def process_name(root, pid):
+    relative = "/proc/%d/comm" % pid
+    return read_knob(root, relative) if knob_exists(root, relative) else "?"
+
+
+def processes_below(root, group):
+    """{group: [pids]} for the group and every descendant that holds processes."""
+    found = {}
+    base = knob_path(root, group_relative(group))
+    for directory, dummy_dirs, dummy_files in os.walk(base):
+        relative = os.path.relpath(directory, knob_path(root, CGROUP_MOUNT))
+        pids = procs(root, relative)
+        if pids:
+            found[relative] = pids
+    return found
+
+
+def delegation_base(root, group):
+    """The nearest existing proper ancestor that systemd delegated, or None."""
+    for ancestor in reversed(ancestors(group)[1:]):
+        if group_exists(root, ancestor) and is_delegated(root, ancestor):
+            return ancestor
+    return None
+
+
+def read_signals(root, group):
+    """Throttling, memory events and pressure (PSI avg10) of a group, as far as its files exist."""
+    cpu_stat = parse_flat_keyed(read_file(root, group, "cpu.stat"))
+    events = parse_flat_keyed(read_file(root, group, "memory.events"))
+    pressure = {}
+    for resource in ("cpu", "memory", "io"):
+        parsed = parse_pressure(read_file(root, group, resource + ".pressure"))
+        if parsed:
+            pressure[resource] = dict((kind, values.get("avg10")) for kind, values in parsed.items())
+    return {
+        "cpu_stat": dict((k, cpu_stat[k]) for k in ("usage_usec", "nr_periods", "nr_throttled", "throttled_usec") if k in cpu_stat),
+        "memory_events": dict((k, events[k]) for k in ("low", "high", "max", "oom", "oom_kill") if k in events),
+        "pressure_avg10": pressure,
+    }

@@ -124,3 +124,10 @@ def midr(root, cpus):
         if value:
             return int(value, 16)
     return None
+
+
+def online_nodes(root):
+    """Online NUMA nodes; a kernel without NUMA has just node 0."""
+    if knob_exists(root, NODE_DIR + "/online"):
+        return parse_cpulist(read_knob(root, NODE_DIR + "/online"))
+    return set(_numbered_entries(root, NODE_DIR, "node")) or {0}
