@@ -20,8 +20,9 @@ description:
     C(Delegate=yes), which systemd marks with the extended attribute C(trusted.delegate=1) and then
     leaves alone. For the limits of a unit itself use its unit properties (C(MemoryMax=),
     C(CPUWeight=), C(AllowedCPUs=), ...), for example through the C(llama_server) role.
-  - The kernel forbids processes in a group whose C(subtree_control) has controllers ("no internal
-    processes"): move the delegated unit's own processes into a leaf group first (O(procs)).
+  - The kernel forbids processes in a group whose C(subtree_control) has controllers (the "no
+    internal processes" rule), so move the delegated unit's own processes into a leaf group first
+    with O(procs).
   - The whole request is checked before the first write (ranges, sizes, C(min <= low <= high <=
     max), online CPUs and NUMA nodes, the parent's effective cpuset, block devices, processes). If
     the kernel refuses a write, every write of the run is undone and the error says which failed.

@@ -16,8 +16,9 @@ description:
     C(CPUSchedulingPolicy=) has no DEADLINE and applies only at start.
   - Targets a PID, a list of PIDs, the processes of a running systemd unit (found in its cgroup)
     or processes by name; all their threads or only the main one.
-  - FIFO and RR are refused while real-time throttling is off (C(kernel.sched_rt_runtime_us=-1)):
-    a spinning real-time thread would own its CPU. Keep throttling on, or set O(allow_unthrottled_rt).
+  - FIFO and RR are refused while real-time throttling is off (C(kernel.sched_rt_runtime_us=-1)),
+    because a spinning real-time thread would own its CPU. Keep throttling on, or set
+    O(allow_unthrottled_rt).
   - Threads are compared before they are changed, so a second run reports no change. If the kernel
     refuses one thread, the threads already changed in the run are put back.
 author: cpuinfer.llm maintainers (@cpuinfer)

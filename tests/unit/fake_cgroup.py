@@ -178,7 +178,7 @@ class FakeCgroupKernel:
 
     def _split(self, relative):
         path = relative.lstrip("/")[len(MOUNT) + 1:]
-        group, _, name = path.rpartition("/")
+        group, dummy, name = path.rpartition("/")
         return group, name
 
     def _get(self, group, name):
