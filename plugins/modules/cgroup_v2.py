@@ -198,17 +198,23 @@ NOT_DELEGATED = (
 
 
 def plan_present(root, group, base, settings, controllers, pids):
-    """(steps, before, after) for state=present."""
-    todo, before, after = [], {}, {}
+    """(steps, before, after) for state=present. Processes move in before the ancestors get
+    controllers: while they still sit in an ancestor, the kernel refuses the controllers."""
+    creates, moves, enables, writes, before, after = [], [], [], [], {}, {}
     chain = cgroupfs.ancestors(group)[1:] + [group]
     start = 0 if base is None else chain.index(base) + 1  # nothing at or above the delegated unit
     for member in chain[start:]:
         if not cgroupfs.group_exists(root, member):
-            todo.append(steps.make_group(root, member))
+            creates.append(steps.make_group(root, member))
+    for pid in pids:
+        origin = cgroupfs.process_group(root, pid)
+        before["procs[%d]" % pid], after["procs[%d]" % pid] = origin, group
+        if origin != group:
+            moves.append(steps.move_process(root, group, pid, origin))
     for parent in ([""] + chain)[start:-1]:
         enabled = cgroupfs.subtree_control(root, parent) if cgroupfs.group_exists(root, parent) else set()
         for controller in sorted(controllers - enabled):
-            todo.append(steps.enable_controller(root, parent, controller))
+            enables.append(steps.enable_controller(root, parent, controller))
     exists = cgroupfs.group_exists(root, group)
     for setting in settings:
         text = cgroupfs.read_file(root, group, setting.filename) if exists else None
@@ -216,13 +222,8 @@ def plan_present(root, group, base, settings, controllers, pids):
         current = plan.current_value(setting, text)
         before[setting.label], after[setting.label] = current, wanted
         if current != wanted:
-            todo.append(steps.set_value(root, group, setting, wanted, current))
-    for pid in pids:
-        origin = cgroupfs.process_group(root, pid)
-        before["procs[%d]" % pid], after["procs[%d]" % pid] = origin, group
-        if origin != group:
-            todo.append(steps.move_process(root, group, pid, origin))
-    return todo, before, after
+            writes.append(steps.set_value(root, group, setting, wanted, current))
+    return creates + moves + enables + writes, before, after
 
 
 def plan_absent(module, root, group):
