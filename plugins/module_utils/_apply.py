@@ -47,3 +47,27 @@ def apply_plan(root, knob_writes, file_writes=()):
 def render_values(values):
     """A stable 'key = value' text for diff output."""
     return "".join("%s = %s\n" % (key, values[key]) for key in sorted(values))
+
+
+class Step:
+    """One change and how to take it back."""
+
+    def __init__(self, describe, do, undo):
+        self.describe, self.do, self.undo = describe, do, undo
+
+
+def run_steps(steps, errors):
+    """Run steps in order; on the first that raises one of errors, undo the earlier ones in reverse."""
+    done = []
+    for step in steps:
+        try:
+            step.do()
+        except errors as exc:
+            unrestored = []
+            for earlier in reversed(done):
+                try:
+                    earlier.undo()
+                except errors as undo_exc:
+                    unrestored.append((earlier.describe, str(undo_exc)))
+            raise ApplyError("%s: %s" % (step.describe, exc), unrestored)
+        done.append(step)

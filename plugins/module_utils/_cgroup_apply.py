@@ -6,16 +6,12 @@
 from __future__ import absolute_import, division, print_function
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs
-from ansible_collections.cpuinfer.llm.plugins.module_utils._apply import ApplyError
+from ansible_collections.cpuinfer.llm.plugins.module_utils._apply import Step
+from ansible_collections.cpuinfer.llm.plugins.module_utils._apply import run_steps as run_generic
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _knobs
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import KnobError, read_knob
 
 __metaclass__ = type
-
-
-class Step:
-    def __init__(self, describe, do, undo):
-        self.describe, self.do, self.undo = describe, do, undo
 
 
 def make_group(root, group):
@@ -56,16 +52,4 @@ def move_process(root, group, pid, origin):
 
 
 def run_steps(steps):
-    done = []
-    for step in steps:
-        try:
-            step.do()
-        except (KnobError, _cgroupfs.CgroupError) as exc:
-            unrestored = []
-            for earlier in reversed(done):
-                try:
-                    earlier.undo()
-                except (KnobError, _cgroupfs.CgroupError) as undo_exc:
-                    unrestored.append((earlier.describe, str(undo_exc)))
-            raise ApplyError("%s: %s" % (step.describe, exc), unrestored)
-        done.append(step)
+    run_generic(steps, (KnobError, _cgroupfs.CgroupError))

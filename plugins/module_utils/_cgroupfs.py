@@ -209,3 +209,14 @@ def read_signals(root, group):
         "memory_events": dict((k, events[k]) for k in ("low", "high", "max", "oom", "oom_kill") if k in events),
         "pressure_avg10": pressure,
     }
+
+
+def unit_pids(root, unit):
+    """Processes of a systemd unit: those in its cgroup and below, found in the cgroup2 tree."""
+    base = knob_path(root, CGROUP_MOUNT)
+    for directory, dirs, dummy_files in os.walk(base):
+        if os.path.basename(directory) == unit:
+            group = os.path.relpath(directory, base)
+            return sorted(pid for pids in processes_below(root, group).values() for pid in pids)
+        dirs[:] = [d for d in dirs if d.endswith((".slice", ".service", ".scope")) or d == unit]
+    return []

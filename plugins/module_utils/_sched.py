@@ -131,14 +131,3 @@ def pids_named(root, name):
         if entry.isdigit() and _cgroupfs.process_name(root, int(entry)) == name[:15]:
             found.append(int(entry))
     return sorted(found)
-
-
-def unit_pids(root, unit):
-    """Processes of a systemd unit: those in its cgroup and below, found in the cgroup2 tree."""
-    base = knob_path(root, _cgroupfs.CGROUP_MOUNT)
-    for directory, dirs, dummy_files in os.walk(base):
-        if os.path.basename(directory) == unit:
-            group = os.path.relpath(directory, base)
-            return sorted(pid for pids in _cgroupfs.processes_below(root, group).values() for pid in pids)
-        dirs[:] = [d for d in dirs if d.endswith((".slice", ".service", ".scope")) or d == unit]
-    return []

@@ -164,7 +164,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroup_apply as steps
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroup_plan as plan
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs as cgroupfs
-from ansible_collections.cpuinfer.llm.plugins.module_utils._apply import ApplyError, render_values
+from ansible_collections.cpuinfer.llm.plugins.module_utils._apply import ApplyError, Step, render_values
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import KnobError
 
 ARGUMENT_SPEC = dict(
@@ -244,7 +244,7 @@ def plan_absent(module, root, group):
         order.append(current)
 
     collect(group)
-    return [steps.Step("remove %s" % g, (lambda g=g: cgroupfs.remove_group(root, g)),
+    return [Step("remove %s" % g, (lambda g=g: cgroupfs.remove_group(root, g)),
                        (lambda g=g: cgroupfs.make_group(root, g))) for g in order], order
 
 

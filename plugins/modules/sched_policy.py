@@ -117,7 +117,7 @@ threads:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.cpuinfer.llm.plugins.module_utils import _sched
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _sched
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import KnobError
 from ansible_collections.cpuinfer.llm.plugins.module_utils._sysctl import SysctlError, read_int
 
@@ -178,7 +178,7 @@ def target_pids(params, root, problems):
         problems.append("give exactly one of pid, pids, unit, process_name (got %s)" % (", ".join(given) or "none"))
         return []
     if params["unit"]:
-        pids = _sched.unit_pids(root, params["unit"])
+        pids = _cgroupfs.unit_pids(root, params["unit"])
         if not pids:
             problems.append("unit %s is not running (no processes in its cgroup)" % params["unit"])
         return pids
