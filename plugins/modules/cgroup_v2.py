@@ -244,8 +244,9 @@ def plan_absent(module, root, group):
         order.append(current)
 
     collect(group)
-    return [Step("remove %s" % g, (lambda g=g: cgroupfs.remove_group(root, g)),
-                       (lambda g=g: cgroupfs.make_group(root, g))) for g in order], order
+    removals = [Step("remove %s" % g, (lambda g=g: cgroupfs.remove_group(root, g)),
+                     (lambda g=g: cgroupfs.make_group(root, g))) for g in order]
+    return removals, order
 
 
 def main():

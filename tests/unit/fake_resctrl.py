@@ -88,7 +88,9 @@ class FakeResctrl:
             lines = [line for line in self.read(group, "schemata").splitlines() if not line.startswith(resource + ":")]
             self._set(group, "schemata", "\n".join(sorted(lines + ["%s:%s" % (resource, domains)])) + "\n")
         elif name == "tasks":
-            for other in [""] + [str(p.relative_to(self.root / RESCTRL).parent) for p in (self.root / RESCTRL).rglob("tasks") if p.parent != self.root / RESCTRL]:
+            top = self.root / RESCTRL
+            others = [""] + [str(p.relative_to(top).parent) for p in top.rglob("tasks") if p.parent != top]
+            for other in others:
                 if other != group and self._path(other, "tasks").exists():
                     self._set(other, "tasks", "\n".join(t for t in self.read(other, "tasks").split() if t != value) + "\n")
             self._set(group, "tasks", "\n".join(self.read(group, "tasks").split() + [value]) + "\n")

@@ -34,7 +34,7 @@ def test_xeon_group_with_cache_split_bandwidth_and_task(run_module, xeon):
 def test_second_run_is_unchanged(run_module, xeon):
     args = dict(name="inference", schemata={"L3": "ff0", "MB": 50}, pids=[4242], cpus="2-3")
     assert run(run_module, xeon, **args)[1]["changed"]
-    failed, result = run(run_module, xeon, **dict(args, schemata={"L3": "0FF0", "MB": "50"}))  # same, spelled otherwise
+    failed, result = run(run_module, xeon, **{**args, "schemata": {"L3": "0FF0", "MB": "50"}})  # same, spelled otherwise
     assert not failed and not result["changed"], result
 
 
