@@ -24,8 +24,9 @@ import zipfile
 FIXED_CMAKE_ARGS = ["-DLLAVA_BUILD=OFF"]  # the multimodal helper is not served; it doubles the build
 
 
-def cache_key(version, build_class, cmake_args):
-    digest = hashlib.sha256("\n".join([version, build_class] + sorted(cmake_args)).encode()).hexdigest()[:12]
+def cache_key(version, build_class, cmake_args, constraints):
+    pins = open(constraints, encoding="utf-8").read() if constraints else ""
+    digest = hashlib.sha256("\n".join([version, build_class, pins] + sorted(cmake_args)).encode()).hexdigest()[:12]
     return "%s-%s-%s" % (version, build_class, digest)
 
 
@@ -72,6 +73,7 @@ def build(args, target, log):
     if args.constraints:
         command += ["-c", args.constraints]
     subprocess.run(command + requirements_of(wheel, "server"), check=True, stdout=log, stderr=subprocess.STDOUT)
+    os.chmod(work, 0o755)
     os.rename(work, target)
 
 
@@ -92,7 +94,7 @@ def main():
                          "(llama_server_build_host) or preload the cache\n" % (platform.machine(), args.machine, args.machine))
         return 2
     os.makedirs(args.cache, exist_ok=True)
-    key = cache_key(args.version, args.build_class, args.cmake_arg)
+    key = cache_key(args.version, args.build_class, args.cmake_arg, args.constraints)
     target = os.path.join(args.cache, key)
     with open(os.path.join(args.cache, ".lock-" + key), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
