@@ -179,6 +179,7 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quantize", choices=["Q8_0", "Q4_0", "Q4_K_M"])
     args = parser.parse_args()
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     f16 = args.output if not args.quantize else args.output + ".f16.tmp"
     write_model(args.name, f16, args.seed)
     if args.quantize:
