@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: cpuinfer.llm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Write deterministic random-weight GGUF models (no weights can be downloaded here).
@@ -156,7 +155,8 @@ def write_model(name, path, seed=0):
 
 
 def quantize(source, target, kind):
-    import llama_cpp  # pylint: disable=import-outside-toplevel  (only this step needs llama.cpp)
+    # only quantising needs llama.cpp, so it is imported here
+    import llama_cpp  # pylint: disable=import-outside-toplevel
 
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = getattr(llama_cpp, "LLAMA_FTYPE_MOSTLY_" + kind)

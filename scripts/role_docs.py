@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 # Copyright: cpuinfer.llm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Write each role's README.md from its meta/argument_specs.yml, the single source of truth.
 
-Usage: role_docs.py [--check]   (--check: exit 1 when a README differs from what would be written)
+Usage: python scripts/role_docs.py [--check]   (--check: exit 1 when a README differs from what would be written)
 """
 
 import sys

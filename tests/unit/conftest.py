@@ -16,7 +16,6 @@ if not _LINK.exists():
 sys.path.insert(0, str(COLLECTIONS))
 
 from ansible.module_utils import basic  # noqa: E402  (after the path is set)
-from ansible.module_utils.common import warnings as module_warnings  # noqa: E402
 from ansible.module_utils.testing import patch_module_args  # noqa: E402
 
 
@@ -34,23 +33,25 @@ class ModuleFail(ModuleExit):
 def run_module(monkeypatch):
     """run_module(module, args, check=False, diff=False) -> (failed, result)."""
 
+    warnings = []
+
     def exit_json(self, **kwargs):
         kwargs.setdefault("changed", False)
-        kwargs["warnings"] = list(module_warnings.get_warning_messages())
+        kwargs["warnings"] = list(warnings)
         raise ModuleExit(json.loads(json.dumps(kwargs)))
 
     def fail_json(self, msg, **kwargs):
         kwargs["msg"] = msg
         raise ModuleFail(json.loads(json.dumps(kwargs)))
 
-    # warnings are process-global in AnsibleModule; each run starts with none
-    monkeypatch.setattr(module_warnings, "_global_warnings", {})
+    monkeypatch.setattr(basic.AnsibleModule, "warn", lambda self, message: warnings.append(message))
 
     monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
     monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
 
     def run(module, args, check=False, diff=False):
         full = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
+        warnings.clear()
         with patch_module_args(full):
             try:
                 module.main()

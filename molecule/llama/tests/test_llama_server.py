@@ -77,8 +77,9 @@ def test_openai_client_chat_and_stream(host, name):
     reply = client.chat.completions.create(model=name, messages=[{"role": "user", "content": "Hello"}], max_tokens=8)
     assert reply.choices[0].message.content is not None
     assert reply.usage.completion_tokens >= 1
-    chunks = list(client.chat.completions.create(model=name, messages=[{"role": "user", "content": "Hi"}],
-                                                  max_tokens=8, stream=True))
+    stream = client.chat.completions.create(model=name, messages=[{"role": "user", "content": "Hi"}],
+                                            max_tokens=8, stream=True)
+    chunks = list(stream)
     assert len(chunks) >= 2
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=client.base_url, api_key="wrong", max_retries=0).models.list()

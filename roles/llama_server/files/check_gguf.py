@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: cpuinfer.llm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Check a GGUF file on the controller before any host sees it: llama.cpp aborts the whole server

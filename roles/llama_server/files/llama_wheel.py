@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: cpuinfer.llm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Build llama-cpp-python once per CPU class on the controller, and fetch its dependencies as
@@ -15,7 +14,6 @@ import hashlib
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
