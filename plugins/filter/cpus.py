@@ -7,46 +7,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DOCUMENTATION = r"""
-name: inference_threads
-short_description: Threads an inference server should run on the CPUs it really owns
-version_added: 0.1.0
-description:
-  - Counts the physical cores that have at least one CPU in O(allowed_cpus), then caps the count
-    by the CPU quota (V(150) percent allows 2 threads). llama.cpp's own default (half or all of the
-    host's cores) ignores cpusets and quotas, and its threads wait on each other.
-author: cpuinfer.llm maintainers (@cpuinfer)
-positional: allowed_cpus, cpu_quota
-options:
-  _input:
-    description: C(ansible_facts.cpuinfer.core_cpus), the CPU list of each physical core.
-    type: list
-    elements: str
-    required: true
-  allowed_cpus:
-    description: The unit's AllowedCPUs as a CPU list; empty means every CPU.
-    type: str
-    default: ""
-  cpu_quota:
-    description: The unit's CPUQuota in percent of one CPU; 0 means none.
-    type: int
-    default: 0
-"""
-
-EXAMPLES = r"""
-- name: Threads for a unit pinned to CPUs 2-7 with a 300 % quota
-  ansible.builtin.debug:
-    msg: "{{ ansible_facts.cpuinfer.core_cpus | cpuinfer.llm.inference_threads('2-7', 300) }}"
-"""
-
-RETURN = r"""
-_value:
-  description: The number of threads, at least 1.
-  type: int
-"""
-
 from ansible.errors import AnsibleFilterError
-from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import CpuListError, parse_cpulist
+from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import CpuListError, format_cpulist, parse_cpulist
 
 
 def inference_threads(core_cpus, allowed_cpus="", cpu_quota=0):
@@ -61,6 +23,37 @@ def inference_threads(core_cpus, allowed_cpus="", cpu_quota=0):
     return max(owned, 1)
 
 
+def cpu_plan(facts, housekeeping_cores=1):
+    """Split a host (host_facts) into housekeeping and inference CPUs by whole physical cores.
+
+    Housekeeping takes the first cores of the first NUMA node; inference gets the rest, also listed
+    per NUMA node and per L3 domain so an instance can stay inside one node or one L3 (Kunpeng
+    dies, Xeon sockets). A host with no more cores than housekeeping needs is not split.
+    """
+    try:
+        cores = sorted((parse_cpulist(c) for c in facts["core_cpus"]), key=min)
+        nodes = [(n["id"], parse_cpulist(n["cpus"])) for n in facts["numa_nodes"]]
+        l3_domains = [parse_cpulist(d) for d in facts.get("l3_domains", [])]
+    except (CpuListError, KeyError, TypeError) as exc:
+        raise AnsibleFilterError("cpu_plan needs ansible_facts.cpuinfer from cpuinfer.llm.host_facts: %s" % exc)
+    everything = set().union(*cores) if cores else set()
+    if len(cores) <= housekeeping_cores:
+        return {"split": False, "housekeeping": format_cpulist(everything), "inference": format_cpulist(everything),
+                "inference_by_node": [{"node": n, "cpus": format_cpulist(c & everything)} for n, c in nodes if c & everything],
+                "inference_by_l3": [format_cpulist(d) for d in l3_domains]}
+    first_node = nodes[0][1] if nodes else everything
+    ordered = [c for c in cores if c & first_node] + [c for c in cores if not c & first_node]
+    housekeeping = set().union(*ordered[:housekeeping_cores])
+    inference = everything - housekeeping
+    return {
+        "split": True,
+        "housekeeping": format_cpulist(housekeeping),
+        "inference": format_cpulist(inference),
+        "inference_by_node": [{"node": n, "cpus": format_cpulist(c & inference)} for n, c in nodes if c & inference],
+        "inference_by_l3": [format_cpulist(d & inference) for d in l3_domains if d & inference],
+    }
+
+
 class FilterModule:
     def filters(self):
-        return {"inference_threads": inference_threads}
+        return {"inference_threads": inference_threads, "cpu_plan": cpu_plan}

@@ -22,3 +22,32 @@ def test_threads(allowed, quota, threads):
 def test_bad_cpu_list():
     with pytest.raises(AnsibleFilterError, match="reversed"):
         inference_threads(XEON_8_CORES_HT, "5-2")
+
+
+def _facts(cores, nodes, l3=()):
+    return {"core_cpus": cores, "numa_nodes": [{"id": i, "cpus": c} for i, c in enumerate(nodes)], "l3_domains": list(l3)}
+
+
+def test_plan_two_socket_xeon_keeps_whole_cores_and_nodes():
+    from ansible_collections.cpuinfer.llm.plugins.filter.cpus import cpu_plan
+
+    cores = ["%d,%d" % (c, c + 8) for c in range(8)]
+    plan = cpu_plan(_facts(cores, ["0-3,8-11", "4-7,12-15"], ["0-3,8-11", "4-7,12-15"]), 1)
+    assert plan["split"] and plan["housekeeping"] == "0,8"
+    assert plan["inference"] == "1-7,9-15"
+    assert plan["inference_by_node"] == [{"node": 0, "cpus": "1-3,9-11"}, {"node": 1, "cpus": "4-7,12-15"}]
+    assert plan["inference_by_l3"] == ["1-3,9-11", "4-7,12-15"]
+
+
+def test_plan_one_core_host_is_not_split():
+    from ansible_collections.cpuinfer.llm.plugins.filter.cpus import cpu_plan
+
+    plan = cpu_plan(_facts(["0"], ["0"]), 1)
+    assert not plan["split"] and plan["housekeeping"] == plan["inference"] == "0"
+
+
+def test_plan_needs_host_facts():
+    from ansible_collections.cpuinfer.llm.plugins.filter.cpus import cpu_plan
+
+    with pytest.raises(AnsibleFilterError, match="host_facts"):
+        cpu_plan({}, 1)

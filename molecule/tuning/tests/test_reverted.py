@@ -1,0 +1,28 @@
+"""After revert the host reads as it did before the first converge."""
+
+import json
+
+import pytest
+
+
+def test_values_equal_the_pre_converge_snapshot(host):
+    with host.sudo():
+        before = json.loads(host.file("/root/pre-converge-snapshot.json").content_string)
+        now = host.check_output(
+            "cat /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/defrag "
+            "/proc/sys/kernel/perf_event_paranoid /proc/sys/kernel/sched_rt_runtime_us /proc/sys/kernel/numa_balancing"
+        ).splitlines()
+        slices = host.check_output("systemctl show --property=AllowedCPUs --value system.slice user.slice").splitlines()
+    assert now + slices == before
+
+
+@pytest.mark.parametrize("path", [
+    "/etc/tmpfiles.d/cpuinfer-thp.conf",
+    "/etc/sysctl.d/90-cpuinfer-perf-paranoid.conf",
+    "/etc/sysctl.d/90-cpuinfer-tuning.conf",
+    "/etc/systemd/system/system.slice.d/50-cpuinfer-housekeeping.conf",
+    "/etc/systemd/system/user.slice.d/50-cpuinfer-housekeeping.conf",
+    "/var/lib/cpuinfer/host_tuning_original.json",
+])
+def test_drop_ins_and_record_are_gone(host, path):
+    assert not host.file(path).exists
