@@ -1,0 +1,55 @@
+"""Print, per lab host, its tuned state (from the drift report) and a sample streamed completion
+with tokens/s, through the lab's forwarded ports on 127.0.0.1.
+
+Usage: python scripts/lab_sample.py INVENTORY_JSON DRIFT_REPORT_JSON
+"""
+
+import json
+import sys
+import time
+
+import openai
+
+API_KEY = "lab-secret"
+GUEST_PORT = "8081"
+
+
+def sample(port):
+    client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % port, api_key=API_KEY, timeout=300, max_retries=1)
+    started = time.monotonic()
+    first = None
+    pieces = []
+    stream = client.completions.create(model="tiny-llama", prompt="The inference server says", max_tokens=16,
+                                       stream=True)
+    for chunk in stream:
+        if first is None:
+            first = time.monotonic()
+        pieces.append(chunk.choices[0].text)
+    done = time.monotonic()
+    tokens = len(pieces)
+    rate = (tokens - 1) / (done - first) if tokens > 1 and done > first else 0.0
+    return "".join(pieces), tokens, (first - started) * 1000 if first else 0.0, rate
+
+
+def main():
+    inventory = json.load(open(sys.argv[1], encoding="utf-8"))
+    report = json.load(open(sys.argv[2], encoding="utf-8"))
+    hosts = inventory["all"]["children"]["lab"]["hosts"]
+    for name in sorted(hosts):
+        settings = report.get(name, [])
+        drifted = [s["setting"] for s in settings if not s["in_sync"]]
+        print("== %s (%s)" % (name, hosts[name]["lab_arch"]))
+        for setting in settings:
+            print("   %-50s %s" % (setting["setting"], setting["actual"]))
+        print("   drift: %s" % (", ".join(drifted) or "none"))
+        port = hosts[name]["lab_forwarded_ports"].get(GUEST_PORT)
+        if port is None:
+            print("   inference: none on this host")
+            continue
+        text, tokens, first_ms, rate = sample(port)
+        print("   sample completion: %r" % text)
+        print("   %d tokens, first token %.0f ms, %.2f tokens/s (software-emulated CPU)" % (tokens, first_ms, rate))
+
+
+if __name__ == "__main__":
+    main()
