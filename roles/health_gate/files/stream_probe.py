@@ -1,0 +1,49 @@
+"""Measure one streamed completion against a local llama.cpp server: tokens/s and inter-token
+latency percentiles. Standard library only, so it runs with the host's own python3.
+
+Usage: python3 stream_probe.py PORT MAX_TOKENS [API_KEY]
+Prints JSON {"tokens", "first_token_ms", "tokens_per_second", "p50_ms", "p99_ms", "gaps_ms"}.
+"""
+
+import json
+import sys
+import time
+import urllib.request
+
+
+def percentile(values, fraction):
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def main():
+    port, max_tokens = int(sys.argv[1]), int(sys.argv[2])
+    headers = {"Content-Type": "application/json"}
+    if len(sys.argv) > 3 and sys.argv[3]:
+        headers["Authorization"] = "Bearer " + sys.argv[3]
+    body = json.dumps({"prompt": "Health check of the inference service:", "max_tokens": max_tokens,
+                       "stream": True, "temperature": 0}).encode()
+    request = urllib.request.Request("http://127.0.0.1:%d/v1/completions" % port, data=body, headers=headers)
+    started = time.monotonic()
+    arrivals = []
+    with urllib.request.urlopen(request, timeout=600) as response:
+        for raw in response:
+            line = raw.decode().strip()
+            if line.startswith("data:") and line != "data: [DONE]":
+                arrivals.append(time.monotonic())
+    gaps = [(b - a) * 1000 for a, b in zip(arrivals, arrivals[1:])]
+    span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else 0.0
+    print(json.dumps({
+        "tokens": len(arrivals),
+        "first_token_ms": round((arrivals[0] - started) * 1000, 1) if arrivals else None,
+        "tokens_per_second": round((len(arrivals) - 1) / span, 3) if span else 0.0,
+        "p50_ms": round(percentile(gaps, 0.50), 1),
+        "p99_ms": round(percentile(gaps, 0.99), 1),
+        "gaps_ms": [round(g, 1) for g in gaps],
+    }))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""The health gate's probe against a local fake server that streams server-sent events."""
+
+import http.server
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+PROBE = Path(__file__).resolve().parents[3] / "roles" / "health_gate" / "files" / "stream_probe.py"
+GAP_S = 0.05
+
+
+class FakeStream(http.server.BaseHTTPRequestHandler):
+    seen_auth = []
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        FakeStream.seen_auth.append(self.headers.get("Authorization"))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for index in range(body["max_tokens"]):
+            self.wfile.write(b'data: {"choices": [{"text": "t%d"}]}\n\n' % index)
+            self.wfile.flush()
+            time.sleep(GAP_S)
+        self.wfile.write(b"data: [DONE]\n\n")
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server():
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeStream)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd.server_address[1]
+    httpd.shutdown()
+
+
+def test_probe_measures_rate_and_latency(server):
+    out = subprocess.run([sys.executable, str(PROBE), str(server), "6", "secret"], capture_output=True, text=True,
+                         check=True, timeout=30)
+    result = json.loads(out.stdout)
+    assert result["tokens"] == 6
+    assert len(result["gaps_ms"]) == 5
+    assert GAP_S * 1000 * 0.8 <= result["p50_ms"] <= GAP_S * 1000 * 4
+    assert 1 / (GAP_S * 4) <= result["tokens_per_second"] <= 1 / (GAP_S * 0.8)
+    assert result["p99_ms"] >= result["p50_ms"]
+    assert FakeStream.seen_auth[-1] == "Bearer secret"
