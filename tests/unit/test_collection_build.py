@@ -1,0 +1,27 @@
+"""`ansible-galaxy collection build` gives an installable tarball without build or lab state."""
+
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+GALAXY = str(Path(sys.executable).with_name("ansible-galaxy"))
+
+
+def test_build_and_install(tmp_path):
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp_path / "installed"))
+    subprocess.run([GALAXY, "collection", "build", "--output-path", str(tmp_path), str(REPO)],
+                   check=True, capture_output=True, env=env)
+    tarball = tmp_path / "cpuinfer-llm-0.1.0.tar.gz"
+    with tarfile.open(tarball) as archive:
+        names = archive.getnames()
+    assert "plugins/modules/cgroup_v2.py" in names and "roles/llama_server/tasks/main.yml" in names
+    leaked = [n for n in names if n.split("/")[0] in (".build", ".venv", "lab", "scripts", "tests") and
+              not n.startswith("tests/unit")]
+    assert not [n for n in leaked if not n.startswith("tests")], leaked
+    assert not [n for n in names if "__pycache__" in n or n.startswith("tests/output")]
+    subprocess.run([GALAXY, "collection", "install", "-p", str(tmp_path / "installed"), str(tarball)],
+                   check=True, capture_output=True, env=env)
+    assert (tmp_path / "installed/ansible_collections/cpuinfer/llm/plugins/modules/thp.py").exists()
