@@ -2,7 +2,12 @@
 latency percentiles. Standard library only, so it runs with the host's own python3.
 
 Usage: python3 stream_probe.py PORT MAX_TOKENS [API_KEY]
-Prints JSON {"tokens", "first_token_ms", "tokens_per_second", "p50_ms", "p99_ms", "gaps_ms"}.
+Prints JSON {"tokens", "first_token_ms", "total_ms", "tokens_per_second", "decode_tokens_per_second",
+"p50_ms", "p99_ms", "gaps_ms"}.
+
+tokens_per_second is end to end (tokens over the whole request, first token included). The rate between
+the first and the last event is reported too, but not gated on: server-sent events may arrive in
+bursts, and a burst makes that span short and the rate meaningless.
 """
 
 import json
@@ -33,12 +38,15 @@ def main():
             line = raw.decode().strip()
             if line.startswith("data:") and line != "data: [DONE]":
                 arrivals.append(time.monotonic())
+    finished = time.monotonic()
     gaps = [(b - a) * 1000 for a, b in zip(arrivals, arrivals[1:])]
     span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else 0.0
     print(json.dumps({
         "tokens": len(arrivals),
         "first_token_ms": round((arrivals[0] - started) * 1000, 1) if arrivals else None,
-        "tokens_per_second": round((len(arrivals) - 1) / span, 3) if span else 0.0,
+        "total_ms": round((finished - started) * 1000, 1),
+        "tokens_per_second": round(len(arrivals) / (finished - started), 3),
+        "decode_tokens_per_second": round((len(arrivals) - 1) / span, 3) if span else 0.0,
         "p50_ms": round(percentile(gaps, 0.50), 1),
         "p99_ms": round(percentile(gaps, 0.99), 1),
         "gaps_ms": [round(g, 1) for g in gaps],

@@ -49,6 +49,35 @@ def test_probe_measures_rate_and_latency(server):
     assert result["tokens"] == 6
     assert len(result["gaps_ms"]) == 5
     assert GAP_S * 1000 * 0.8 <= result["p50_ms"] <= GAP_S * 1000 * 4
-    assert 1 / (GAP_S * 4) <= result["tokens_per_second"] <= 1 / (GAP_S * 0.8)
+    # six tokens over six gaps (the fake sleeps after each event): end to end is 1/GAP_S at most
+    assert 1 / (GAP_S * 4) <= result["tokens_per_second"] <= 1 / GAP_S
+    assert result["decode_tokens_per_second"] >= result["tokens_per_second"]
+    assert result["total_ms"] >= 6 * GAP_S * 1000
     assert result["p99_ms"] >= result["p50_ms"]
     assert FakeStream.seen_auth[-1] == "Bearer secret"
+
+
+class BurstyStream(FakeStream):
+    """All events at once after a long wait: what a buffering proxy or server does."""
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        time.sleep(GAP_S * body["max_tokens"])
+        self.wfile.write(b"".join(b'data: {"choices": [{"text": "t"}]}\n\n' for _ in range(body["max_tokens"])))
+        self.wfile.write(b"data: [DONE]\n\n")
+
+
+def test_a_burst_does_not_inflate_the_gated_rate():
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), BurstyStream)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        out = subprocess.run([sys.executable, str(PROBE), str(httpd.server_address[1]), "8"], capture_output=True,
+                             text=True, check=True, timeout=30)
+    finally:
+        httpd.shutdown()
+    result = json.loads(out.stdout)
+    assert result["tokens"] == 8
+    assert result["tokens_per_second"] <= 1 / GAP_S

@@ -1,0 +1,70 @@
+"""Wait until a llama_server instance answers a 1-token completion; give up early on a crash loop.
+
+Usage: python3 wait_ready.py UNIT PORT TIMEOUT_SECONDS   (API key, if any, in LLAMA_SERVER_API_KEY)
+Exit 0 when ready; 1 with the reason and the unit's last log lines when the unit restarts again and
+again, has failed, or the timeout passes. Standard library only: it runs with the host's python3.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+# A model that cannot load makes systemd restart the unit every few seconds; three restarts while we
+# wait is a crash loop, not a slow start.
+MAX_RESTARTS_WHILE_WAITING = 3
+POLL_SECONDS = 3
+
+
+def unit_state(unit):
+    out = subprocess.run(["systemctl", "show", "--property=NRestarts,ActiveState,SubState", unit],
+                         capture_output=True, text=True, check=True).stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def answers(port, api_key):
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = "Bearer " + api_key
+    body = json.dumps({"prompt": "ready?", "max_tokens": 1}).encode()
+    request = urllib.request.Request("http://127.0.0.1:%d/v1/completions" % port, data=body, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def journal_tail(unit):
+    return subprocess.run(["journalctl", "--unit", unit, "--lines", "15", "--no-pager", "--output", "cat"],
+                          capture_output=True, text=True, check=False).stdout
+
+
+def main():
+    unit, port, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    api_key = os.environ.get("LLAMA_SERVER_API_KEY", "")
+    deadline = time.monotonic() + timeout
+    first_restarts = int(unit_state(unit).get("NRestarts", "0"))
+    while True:
+        if answers(port, api_key):
+            return 0
+        state = unit_state(unit)
+        restarts = int(state.get("NRestarts", "0")) - first_restarts
+        reason = None
+        if state.get("ActiveState") == "failed":
+            reason = "%s has failed" % unit
+        elif restarts >= MAX_RESTARTS_WHILE_WAITING:
+            reason = "%s restarted %d times while starting (crash loop)" % (unit, restarts)
+        elif time.monotonic() > deadline:
+            reason = "%s did not answer on 127.0.0.1:%d within %.0f s" % (unit, port, timeout)
+        if reason:
+            sys.stderr.write("%s\n--- last log lines ---\n%s" % (reason, journal_tail(unit)))
+            return 1
+        time.sleep(POLL_SECONDS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

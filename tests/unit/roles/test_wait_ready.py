@@ -1,0 +1,80 @@
+"""llama_server's readiness wait: ready on an answer, early failure on a crash loop or a failed unit."""
+
+import http.server
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+WAIT = Path(__file__).resolve().parents[3] / "roles" / "llama_server" / "files" / "wait_ready.py"
+
+
+class Completion(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200 if self.headers.get("Authorization") == "Bearer k" else 401)
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args):
+        pass
+
+
+def fake_systemd(tmp_path, active_state, restarts_per_call):
+    """systemctl whose NRestarts grows on every call, as under Restart=always with a broken model."""
+    counter = tmp_path / "calls"
+    counter.write_text("0")
+    (tmp_path / "systemctl").write_text(
+        "#!/bin/sh\nn=$(cat %s); echo $((n + 1)) > %s\n"
+        "echo NRestarts=$((n * %d)); echo ActiveState=%s; echo SubState=auto-restart\n"
+        % (counter, counter, restarts_per_call, active_state))
+    (tmp_path / "journalctl").write_text("#!/bin/sh\necho 'llama_model_load: error loading model'\n")
+    for name in ("systemctl", "journalctl"):
+        (tmp_path / name).chmod(0o755)
+    return dict(os.environ, PATH="%s:%s" % (tmp_path, os.environ["PATH"]), LLAMA_SERVER_API_KEY="k")
+
+
+def run(env, port, timeout="60"):
+    return subprocess.run([sys.executable, str(WAIT), "cpuinfer-llama-x.service", str(port), timeout], env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def server():
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Completion)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield httpd.server_address[1]
+    httpd.shutdown()
+
+
+def free_port():
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), Completion)
+    port = httpd.server_address[1]
+    httpd.server_close()
+    return port
+
+
+def test_ready_when_the_completion_answers(tmp_path, server):
+    assert run(fake_systemd(tmp_path, "active", 0), server).returncode == 0
+
+
+def test_crash_loop_fails_early_with_the_log(tmp_path):
+    result = run(fake_systemd(tmp_path, "activating", 2), free_port())
+    assert result.returncode == 1
+    assert "crash loop" in result.stderr
+    assert "error loading model" in result.stderr
+
+
+def test_failed_unit_fails_at_once(tmp_path):
+    result = run(fake_systemd(tmp_path, "failed", 0), free_port())
+    assert result.returncode == 1
+    assert "has failed" in result.stderr
+
+
+def test_timeout(tmp_path):
+    result = run(fake_systemd(tmp_path, "activating", 0), free_port(), timeout="0")
+    assert result.returncode == 1
+    assert "did not answer" in result.stderr
