@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Write deterministic random-weight GGUF models (no weights can be downloaded here).
 
-Sizes: llama-tiny (functional tests; milliseconds per token natively), llama-250m (benchmarks on
+Sizes: llama-tiny (functional tests; milliseconds per token natively), llama-bench (lab
+benchmarks), llama-250m (benchmarks on
 real CPUs), deepseek2-tiny (MLA + MoE, the DeepSeek-V2 architecture). The same name and seed
 always give the same bytes, so a sha256 can be pinned. Optionally quantised with llama.cpp
 (Q8_0, Q4_0, Q4_K_M) when llama_cpp is importable.
@@ -27,6 +28,8 @@ CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\
 
 SIZES = {
     "llama-tiny": dict(arch="llama", vocab=512, embd=64, layers=2, heads=4, heads_kv=2, ff=128, ctx=1024),
+    # ~1.4M parameters: 20+ ms a token in a software-emulated lab VM (the isolation benchmark)
+    "llama-bench": dict(arch="llama", vocab=2048, embd=128, layers=4, heads=4, heads_kv=4, ff=384, ctx=1024),
     "llama-250m": dict(arch="llama", vocab=32000, embd=1024, layers=16, heads=16, heads_kv=16, ff=2816, ctx=2048),
     "deepseek2-tiny": dict(arch="deepseek2", vocab=512, embd=64, layers=3, heads=4, ff=128, ctx=1024, q_lora=32,
                            kv_lora=32, nope=16, rope=8, v_head=16, experts=4, experts_used=2, shared=1, ff_exp=32,

@@ -25,10 +25,14 @@ class Topology:
         return []
 
     def inventory(self, records: list[VmRecord]) -> dict:
-        """Ansible YAML/JSON inventory: every running VM under `lab`, plus its topology groups."""
+        """Ansible YAML/JSON inventory: the topology's running VMs under `lab`, plus their groups.
+
+        Other VMs (a molecule scenario's, a benchmark's) are left out: a playbook run on this
+        inventory must never reach them."""
         children: dict[str, dict] = {}
         hosts = {}
-        for record in records:
+        named = {entry["name"] for entry in self.vms}
+        for record in (r for r in records if r.name in named):
             hosts[record.name] = record.inventory_vars()
             for group in self.groups_of(record.name):
                 children.setdefault(group, {"hosts": {}})["hosts"][record.name] = {}

@@ -34,3 +34,10 @@ def test_inventory_puts_running_vms_in_their_groups():
     assert lab["hosts"]["a"]["lab_forwarded_ports"] == {"8080": 18080}
     assert set(lab["children"]) == {"xeon", "canary"}
     assert "b" not in lab["hosts"]
+
+
+def test_inventory_leaves_out_vms_of_other_topologies():
+    topo = topology.Topology(vms=[{"name": "a", "groups": ["xeon"]}])
+    mine = vm.VmRecord("a", "amd64", 1, 512, "max", "tcg", 2201, {}, "/key", "/s", "/i")
+    theirs = vm.VmRecord("mol-x", "amd64", 1, 512, "max", "tcg", 2202, {}, "/key", "/s", "/i")
+    assert set(topo.inventory([mine, theirs])["all"]["children"]["lab"]["hosts"]) == {"a"}

@@ -211,12 +211,33 @@ def read_signals(root, group):
     }
 
 
-def unit_pids(root, unit):
-    """Processes of a systemd unit: those in its cgroup and below, found in the cgroup2 tree."""
+def pressure_trigger(root, group, resource, stall_us, window_us):
+    """Open a PSI trigger: the kernel raises POLLPRI on the returned fd whenever tasks of the group
+    stalled on resource (some) for stall_us within a window_us window. The trigger lives while the
+    fd is open; poll it with select.poll and POLLPRI. Callers close it."""
+    path = knob_path(root, file_relative(group, resource + ".pressure"))
+    fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        os.write(fd, ("some %d %d\0" % (stall_us, window_us)).encode())
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def unit_group(root, unit):
+    """The cgroup2 path (relative to the mount) of a systemd unit, or None when it has none now."""
     base = knob_path(root, CGROUP_MOUNT)
     for directory, dirs, dummy_files in os.walk(base):
         if os.path.basename(directory) == unit:
-            group = os.path.relpath(directory, base)
-            return sorted(pid for pids in processes_below(root, group).values() for pid in pids)
+            return os.path.relpath(directory, base)
         dirs[:] = [d for d in dirs if d.endswith((".slice", ".service", ".scope")) or d == unit]
-    return []
+    return None
+
+
+def unit_pids(root, unit):
+    """Processes of a systemd unit: those in its cgroup and below, found in the cgroup2 tree."""
+    group = unit_group(root, unit)
+    if group is None:
+        return []
+    return sorted(pid for pids in processes_below(root, group).values() for pid in pids)

@@ -14,7 +14,7 @@ import platform
 import re
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs
-from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_exists, knob_path, read_knob
+from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import KnobError, knob_exists, knob_path, read_knob
 
 __metaclass__ = type
 
@@ -131,3 +131,21 @@ def pids_named(root, name):
         if entry.isdigit() and _cgroupfs.process_name(root, int(entry)) == name[:15]:
             found.append(int(entry))
     return sorted(found)
+
+
+def run_delay_ns(root, pids):
+    """Time the threads of these processes spent runnable but waiting for a CPU (ns), summed.
+
+    /proc/PID/task/TID/schedstat is 'on-CPU ns, run-delay ns, timeslices'. Threads that exited
+    take their delay with them, so the sum can fall; it is a gauge of the live threads' delay."""
+    total = 0
+    for pid in pids:
+        for tid in threads_of(root, pid, "all"):
+            relative = "/proc/%d/task/%d/schedstat" % (pid, tid)
+            try:
+                fields = read_knob(root, relative).split()
+            except KnobError:
+                continue  # the thread exited between listing and reading
+            if len(fields) >= 2 and fields[1].isdigit():
+                total += int(fields[1])
+    return total

@@ -23,11 +23,11 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
-def main():
-    port, max_tokens = int(sys.argv[1]), int(sys.argv[2])
+def measure(port, max_tokens, api_key=""):
+    """One streamed completion on 127.0.0.1:PORT, measured (a dict, see the module's docstring)."""
     headers = {"Content-Type": "application/json"}
-    if len(sys.argv) > 3 and sys.argv[3]:
-        headers["Authorization"] = "Bearer " + sys.argv[3]
+    if api_key:
+        headers["Authorization"] = "Bearer " + api_key
     body = json.dumps({"prompt": "Health check of the inference service:", "max_tokens": max_tokens,
                        "stream": True, "temperature": 0}).encode()
     request = urllib.request.Request("http://127.0.0.1:%d/v1/completions" % port, data=body, headers=headers)
@@ -41,7 +41,7 @@ def main():
     finished = time.monotonic()
     gaps = [(b - a) * 1000 for a, b in zip(arrivals, arrivals[1:])]
     span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else 0.0
-    print(json.dumps({
+    return {
         "tokens": len(arrivals),
         "first_token_ms": round((arrivals[0] - started) * 1000, 1) if arrivals else None,
         "total_ms": round((finished - started) * 1000, 1),
@@ -50,7 +50,12 @@ def main():
         "p50_ms": round(percentile(gaps, 0.50), 1),
         "p99_ms": round(percentile(gaps, 0.99), 1),
         "gaps_ms": [round(g, 1) for g in gaps],
-    }))
+    }
+
+
+def main():
+    api_key = sys.argv[3] if len(sys.argv) > 3 else ""
+    print(json.dumps(measure(int(sys.argv[1]), int(sys.argv[2]), api_key)))
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ class BurstyStream(FakeStream):
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
         time.sleep(GAP_S * body["max_tokens"])
-        self.wfile.write(b"".join(b'data: {"choices": [{"text": "t"}]}\n\n' for _ in range(body["max_tokens"])))
+        self.wfile.write(b"".join(b'data: {"choices": [{"text": "t"}]}\n\n' for dummy_token in range(body["max_tokens"])))
         self.wfile.write(b"data: [DONE]\n\n")
 
 

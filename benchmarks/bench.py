@@ -1,0 +1,320 @@
+"""The project's benchmarks; each writes docs/benchmarks/<name>.json and .md.
+
+  isolation  tokens/s and inter-token latency of a streamed service under a noisy neighbour,
+             untuned vs tuned, interleaved rounds on a 2-vCPU lab VM
+  build      the role-built wheel vs a plain `pip install llama-cpp-python`, on this machine, against
+             the memory-bandwidth bound of token generation
+  converge   first converge vs re-converge, 1 host vs 3 hosts, wheel builds per run
+
+Run through benchmarks/run, which sets up the environment (README's command).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import stats
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "docs" / "benchmarks"
+MODELS = REPO / ".build" / "models"
+EMULATION_NOTE = ("The lab VMs run under QEMU software emulation (TCG) on a 2-core machine: absolute numbers "
+                  "mean little, the ratios between variants measured side by side are the result.")
+
+
+def log(message):
+    sys.stderr.write("bench: %s\n" % message)
+    sys.stderr.flush()
+
+
+def run(argv, **kwargs):
+    log("$ " + " ".join(str(a) for a in argv))
+    return subprocess.run([str(a) for a in argv], check=True, cwd=REPO, **kwargs)
+
+
+def lab(*args):
+    return run([REPO / "scripts" / "lab", *args])
+
+
+def playbook(inventory, book, *extra):
+    started = time.monotonic()
+    result = run(["ansible-playbook", "-i", inventory, book, *extra], stdout=subprocess.PIPE, text=True)
+    sys.stderr.write(result.stdout[-3000:])
+    return time.monotonic() - started, result.stdout
+
+
+def ensure_model(name):
+    path = MODELS / ("%s.gguf" % name)
+    if not path.exists():
+        MODELS.mkdir(parents=True, exist_ok=True)
+        run([sys.executable, REPO / "files" / "make_gguf_model.py", name, path])
+    return path
+
+
+def environment():
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                            check=False).stdout.strip()
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.machine())
+    return {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "commit": commit, "controller_cpu": cpu, "controller_cpus": os.cpu_count(),
+            "command": "benchmarks/run " + " ".join(sys.argv[1:])}
+
+
+def write_report(name, data, markdown):
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / ("%s.json" % name)).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    (OUT / ("%s.md" % name)).write_text(markdown, encoding="utf-8")
+    log("wrote %s" % (OUT / ("%s.md" % name)))
+
+
+def isolation(args):
+    topology = REPO / "benchmarks" / "isolation" / "topology.json"
+    inventory = REPO / "benchmarks" / "isolation" / "inventory"
+    ensure_model("llama-bench")
+    lab("up", "--topology", topology)
+    try:
+        lab("inventory", "--topology", topology, "--output", inventory / "hosts.yml")
+        prepare_s, dummy_output = playbook(inventory, "benchmarks/isolation/prepare.yml")
+        sizes = {"bench_rounds": args.rounds, "bench_completions": args.completions, "bench_tokens": args.tokens}
+        measure_s, dummy_output = playbook(inventory, "benchmarks/isolation/measure.yml", "-e", json.dumps(sizes))
+    finally:
+        if not args.keep:
+            lab("down", "bench-iso-1")
+    raw = json.loads((REPO / ".build" / "bench-isolation-raw.json").read_text(encoding="utf-8"))
+    summary = stats.summarize(raw["samples"])
+    ratios = {"%s/%s" % (v, base): stats.ratio(summary, v, base)
+              for base in ("a_tuned", "a_untuned") for v in ("b_untuned_neighbour", "c_tuned_neighbour")}
+    data = {"environment": environment(), "note": EMULATION_NOTE, "prepare_seconds": round(prepare_s),
+            "measure_seconds": round(measure_s), "rounds": args.rounds, "completions_per_variant": args.completions,
+            "tokens_per_completion": args.tokens, "units": raw["units"], "summary": summary, "ratios": ratios,
+            "samples": raw["samples"]}
+    write_report("isolation", data, isolation_markdown(data))
+
+
+def isolation_markdown(data):
+    lines = ["# Isolation under a noisy neighbour", "", data["note"], "",
+             "Command: `%s` (%s, commit %s, controller: %s, %s CPUs)." % (
+                 data["environment"]["command"], data["environment"]["date"], data["environment"]["commit"],
+                 data["environment"]["controller_cpu"], data["environment"]["controller_cpus"]),
+             "", "VM: 2 vCPUs, model llama-bench (files/make_gguf_model.py), %d rounds x %d completions x %d tokens "
+             "per variant, interleaved a_untuned, a_tuned, b, c in every round." % (
+                 data["rounds"], data["completions_per_variant"], data["tokens_per_completion"]), "",
+             "| variant | tokens/s (median) | per round | ms/token | p50 gap ms | p99 gap ms |",
+             "|---|---|---|---|---|---|"]
+    for name, s in data["summary"].items():
+        lines.append("| %s | %.2f | %s | %.0f | %s | %s |" % (
+            name, s["tokens_per_second_median"], " ".join("%.2f" % r for r in s["tokens_per_second_per_round"]),
+            s["ms_per_token_median"], s["inter_token_p50_ms"], s["inter_token_p99_ms"]))
+    lines += ["", "| ratio | tokens/s | p99 |", "|---|---|---|"]
+    for name, r in data["ratios"].items():
+        lines.append("| %s | %.2f | %.2f |" % (name, r["tokens_per_second"], r["inter_token_p99"]))
+    lines += ["", "Units as measured (systemctl show):", "", "```",
+              json.dumps(data["units"], indent=1), "```", ""]
+    return "\n".join(lines)
+
+
+LLAMA_VERSION = "0.3.36"
+BENCH_BUILD = REPO / ".build" / "bench-build"
+
+
+def controller_build_class():
+    """This machine's CPU class and CMake flags, from the collection's own facts module (read-only)."""
+    out = run(["ansible", "localhost", "-c", "local", "-m", "cpuinfer.llm.host_facts", "-o"], stdout=subprocess.PIPE,
+              text=True).stdout
+    facts = json.loads(out.split("=>", 1)[1])["ansible_facts"]["cpuinfer"]
+    return facts["llama_build_class"], facts["llama_cmake_args"]
+
+
+def role_wheel(build_class, cmake_args):
+    """The wheel exactly as roles/llama_server builds it (same script, arguments, cache)."""
+    files = REPO / "roles" / "llama_server" / "files"
+    argv = [sys.executable, files / "llama_wheel.py", "--version", LLAMA_VERSION, "--build-class", build_class,
+            "--cache", Path.home() / ".cache" / "cpuinfer-llm" / "wheels", "--machine", platform.machine(),
+            "--python-version", "%d.%d" % sys.version_info[:2], "--glibc", platform.libc_ver()[1],
+            "--constraints", files / "server-constraints.txt"] + ["--cmake-arg=" + a for a in cmake_args]
+    started = time.monotonic()
+    result = json.loads(run(argv, stdout=subprocess.PIPE, text=True).stdout)
+    result["seconds"] = round(time.monotonic() - started)
+    return result
+
+
+def venv_with(name, install_args):
+    """A venv under .build/bench-build/NAME with llama_cpp installed; reused on later runs."""
+    venv = BENCH_BUILD / name
+    python = venv / "bin" / "python"
+    stamp = venv / ".installed"
+    if stamp.exists() and stamp.read_text() == json.dumps(install_args):
+        return python, None
+    run(["/usr/bin/python3", "-m", "venv", "--clear", venv])
+    started = time.monotonic()
+    run([python, "-m", "pip", "install", "--quiet", *install_args])
+    stamp.write_text(json.dumps(install_args))
+    return python, round(time.monotonic() - started)
+
+
+def q8_model(role_python):
+    path = MODELS / "llama-250m-q8_0.gguf"
+    if not path.exists():
+        f16 = ensure_model("llama-250m")
+        code = ("import sys, llama_cpp\n"
+                "p = llama_cpp.llama_model_quantize_default_params(); p.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0\n"
+                "sys.exit(llama_cpp.llama_model_quantize(sys.argv[1].encode(), sys.argv[2].encode(), p))")
+        run([role_python, "-c", code, f16, path])
+    return path
+
+
+def build(args):
+    build_class, cmake_args = controller_build_class()
+    variants = {}
+    for label, klass, flags in (("role-" + build_class, build_class, cmake_args),
+                                ("role-x86-avx2 (the lab's class)", "x86-avx2", None)):
+        if label in variants or (flags is None and klass == build_class):
+            continue
+        if flags is None:  # the lab's class, with the flags host_facts gives an AVX2 host
+            flags = ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
+                     "-DGGML_BMI2=ON", "-DGGML_AVX512=OFF"]
+        wheel = role_wheel(klass, flags)
+        deps = str(Path(wheel["wheel"]).parent / "deps")
+        python, install_s = venv_with(klass, ["--no-index", "--find-links", deps, wheel["wheel"]])
+        variants[label] = {"python": python, "build_seconds": wheel["seconds"] if wheel["built"] else None,
+                           "cmake_args": flags, "install_seconds": install_s}
+    plain_args = ["--no-cache-dir", "llama-cpp-python==" + LLAMA_VERSION]
+    python, install_s = venv_with("plain-pip", plain_args)
+    variants["plain pip install"] = {"python": python, "install_seconds": install_s,
+                                     "cmake_args": "llama.cpp defaults (GGML_NATIVE=ON: -march=native)"}
+    model = q8_model(next(iter(variants.values()))["python"])
+    bandwidth = json.loads(run([sys.executable, REPO / "benchmarks" / "build" / "copy_bandwidth.py"],
+                               stdout=subprocess.PIPE, text=True).stdout)
+    model_bytes = model.stat().st_size
+    bound = bandwidth["bytes_per_second"] / model_bytes
+    results = {label: {"rates_by_threads": {}} for label in variants}
+    for dummy_round in range(args.rounds):
+        for threads in args.threads:
+            for label, variant in variants.items():
+                out = json.loads(run([variant["python"], REPO / "benchmarks" / "build" / "generation_rate.py", model,
+                                      threads, args.tokens, args.repeats], stdout=subprocess.PIPE, text=True).stdout)
+                results[label]["system_info"] = out["system_info"]
+                results[label]["rates_by_threads"].setdefault(str(threads), []).extend(out["rates"])
+    for label, result in results.items():
+        result.update({k: v for k, v in variants[label].items() if k != "python"})
+        result["median_by_threads"] = {t: round(statistics.median(r), 2) for t, r in result["rates_by_threads"].items()}
+        result["achieved_over_bound"] = {t: round(m / bound, 3) for t, m in result["median_by_threads"].items()}
+    data = {"environment": environment(), "model": model.name, "model_bytes": model_bytes, "bandwidth": bandwidth,
+            "bound_tokens_per_second": round(bound, 2), "rounds": args.rounds, "tokens": args.tokens,
+            "repeats": args.repeats, "variants": results}
+    write_report("build", data, build_markdown(data))
+
+
+def build_markdown(data):
+    env = data["environment"]
+    lines = ["# Build quality: the role's wheel vs a plain pip install", "",
+             "Native run on the controller (%s, %s CPUs), not in a VM. Command: `%s` (%s, commit %s)." % (
+                 env["controller_cpu"], env["controller_cpus"], env["command"], env["date"], env["commit"]), "",
+             "Model %s, %.0f MB. Copy bandwidth %.1f GB/s (%d threads, STREAM Copy: read + written), so the "
+             "token-generation bound (every weight read once a token) is %.1f tokens/s." % (
+                 data["model"], data["model_bytes"] / 1e6, data["bandwidth"]["bytes_per_second"] / 1e9,
+                 data["bandwidth"]["threads"], data["bound_tokens_per_second"]), "",
+             "| build | threads | tokens/s (median) | achieved / bound | all samples |", "|---|---|---|---|---|"]
+    for label, result in data["variants"].items():
+        for threads, median in result["median_by_threads"].items():
+            samples = " ".join("%.1f" % r for r in result["rates_by_threads"][threads])
+            ratio = result["achieved_over_bound"][threads]
+            lines.append("| %s | %s | %.2f | %.2f | %s |" % (label, threads, median, ratio, samples))
+    lines += ["", "System info per build (llama_print_system_info):", ""]
+    lines += ["- %s: `%s`" % (label, r["system_info"].strip()) for label, r in data["variants"].items()]
+    lines.append("")
+    return "\n".join(lines)
+
+
+RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+WHEEL_TASK = "TASK [cpuinfer.llm.llama_server : Build llama-cpp-python once per CPU class"
+
+
+def recap(output):
+    return {m.group(1): {"ok": int(m.group(2)), "changed": int(m.group(3)), "unreachable": int(m.group(4)),
+                         "failed": int(m.group(5))} for m in RECAP.finditer(output)}
+
+
+def wheel_builds(output):
+    """'changed' items of the role's build task: a wheel was compiled (a cache hit reports ok)."""
+    if WHEEL_TASK not in output:
+        return 0
+    section = output.split(WHEEL_TASK, 1)[1].split("\nTASK [", 1)[0]
+    return sum(1 for line in section.splitlines() if line.startswith("changed:"))
+
+
+def converge(args):
+    topology_path = REPO / "benchmarks" / "converge" / "topology.json"
+    inventory = REPO / "benchmarks" / "converge" / "inventory"
+    vms = json.loads(topology_path.read_text(encoding="utf-8"))["vms"]
+    ensure_model("llama-tiny")
+    extra = ["-e", "llama_server_wheel_cache=%s" % args.wheel_cache] if args.wheel_cache else []
+    runs = []
+    for count in (1, 3):
+        names = [vm["name"] for vm in vms[:count]]
+        lab("down", *[vm["name"] for vm in vms])
+        started = time.monotonic()
+        lab("up", "--specs", json.dumps(vms[:count]))
+        boot_s = time.monotonic() - started
+        lab("inventory", "--topology", topology_path, "--output", inventory / "hosts.yml")
+        try:
+            for attempt in ("first converge", "re-converge"):
+                seconds, output = playbook(inventory, "playbooks/site.yml", *extra)
+                hosts = recap(output)
+                if sorted(hosts) != sorted(names) or any(h["failed"] or h["unreachable"] for h in hosts.values()):
+                    raise SystemExit("bench: %s on %s did not succeed: %s" % (attempt, names, hosts))
+                runs.append({"hosts": count, "run": attempt, "seconds": round(seconds), "boot_seconds": round(boot_s),
+                             "changed": sum(h["changed"] for h in hosts.values()), "wheel_builds": wheel_builds(output)})
+                log("%d host(s), %s: %.0f s" % (count, attempt, seconds))
+        finally:
+            lab("down", *names)
+    data = {"environment": environment(), "note": EMULATION_NOTE, "wheel_cache": args.wheel_cache or "the default",
+            "runs": runs}
+    write_report("converge", data, converge_markdown(data))
+
+
+def converge_markdown(data):
+    env = data["environment"]
+    lines = ["# Converge cost", "", data["note"], "",
+             "Command: `%s` (%s, commit %s). playbooks/site.yml on fresh lab VMs (1 vCPU, 1.5 GiB each), "
+             "wheel cache: %s." % (env["command"], env["date"], env["commit"], data["wheel_cache"]), "",
+             "| hosts | run | wall s | tasks changed | wheel builds |", "|---|---|---|---|---|"]
+    for r in data["runs"]:
+        lines.append("| %d | %s | %d | %d | %d |" % (r["hosts"], r["run"], r["seconds"], r["changed"], r["wheel_builds"]))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def main():
+    top = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = top.add_subparsers(dest="benchmark", required=True)
+    p = sub.add_parser("isolation")
+    p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--completions", type=int, default=2)
+    p.add_argument("--tokens", type=int, default=32)
+    p.add_argument("--keep", action="store_true", help="leave the VM running")
+    p.set_defaults(func=isolation)
+    p = sub.add_parser("build")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--tokens", type=int, default=64)
+    p.add_argument("--repeats", type=int, default=2)
+    p.set_defaults(func=build)
+    p = sub.add_parser("converge")
+    p.add_argument("--wheel-cache", help="a wheel cache directory (an empty one counts the builds of a cold run)")
+    p.set_defaults(func=converge)
+    args = top.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

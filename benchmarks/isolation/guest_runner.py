@@ -1,0 +1,70 @@
+"""Inside the benchmark VM: interleave the isolation variants round by round and print raw JSON.
+
+Each variant is (service port, neighbour unit or none). Per round every variant runs once, in the
+same order, so slow drifts of the machine hit all variants alike; the rounds show the noise.
+Usage: python3 guest_runner.py ROUNDS COMPLETIONS_PER_VARIANT TOKENS
+"""
+
+import json
+import subprocess
+import sys
+import time
+
+import stream_probe
+
+TUNED_PORT, UNTUNED_PORT = 8081, 8082
+VARIANTS = [
+    ("a_untuned", UNTUNED_PORT, None),
+    ("a_tuned", TUNED_PORT, None),
+    ("b_untuned_neighbour", UNTUNED_PORT, "bench-neighbour-anywhere.service"),
+    ("c_tuned_neighbour", TUNED_PORT, "bench-neighbour-housekeeping.service"),
+]
+SETTLE_SECONDS = 2
+
+
+def systemctl(*args):
+    subprocess.run(["systemctl", *args], check=True)
+
+
+def unit_settings(unit):
+    out = subprocess.run(["systemctl", "show", "--property=AllowedCPUs,CPUWeight,Slice,ExecStart", unit],
+                         capture_output=True, text=True, check=True).stdout
+    settings = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    argv = settings.pop("ExecStart", "")
+    settings["n_threads"] = argv.split("--n_threads ")[1].split()[0] if "--n_threads " in argv else None
+    return settings
+
+
+def measure_variant(port, neighbour, completions, tokens):
+    if neighbour:
+        systemctl("start", neighbour)
+        time.sleep(SETTLE_SECONDS)
+    try:
+        return [stream_probe.measure(port, tokens) for dummy_completion in range(completions)]
+    finally:
+        if neighbour:
+            systemctl("stop", neighbour)
+            time.sleep(SETTLE_SECONDS)
+
+
+def main():
+    rounds, completions, tokens = (int(a) for a in sys.argv[1:4])
+    for port in (TUNED_PORT, UNTUNED_PORT):
+        stream_probe.measure(port, tokens)  # warm-up: page in the model, fill caches
+    results = []
+    for round_index in range(rounds):
+        for name, port, neighbour in VARIANTS:
+            for sample in measure_variant(port, neighbour, completions, tokens):
+                sample.update(variant=name, round=round_index)
+                results.append(sample)
+    print(json.dumps({
+        "units": {unit: unit_settings(unit) for unit in
+                  ("cpuinfer-llama-bench.service", "bench-untuned.service", "system.slice",
+                   "bench-neighbour-housekeeping.service", "bench-neighbour-anywhere.service")},
+        "nproc": subprocess.run(["nproc", "--all"], capture_output=True, text=True, check=True).stdout.strip(),
+        "samples": results,
+    }))
+
+
+if __name__ == "__main__":
+    main()

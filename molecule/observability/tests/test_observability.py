@@ -1,0 +1,90 @@
+"""What an operator sees: the .prom file node_exporter would read, pressure events, the governor's moves."""
+
+import json
+import os
+import subprocess
+import time
+
+TEXTFILE = "/var/lib/prometheus/node-exporter/cpuinfer.prom"
+LLAMA = "cpuinfer-llama-tiny-llama.service"
+DEMO = "cpuinfer-pressure-demo.service"
+PROMTOOL = os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], ".build", "tools", "promtool")
+
+
+def _metrics(host):
+    with host.sudo():
+        return host.file(TEXTFILE).content_string
+
+
+def _wait_for(host, needle, seconds=240):
+    deadline = time.monotonic() + seconds
+    while True:
+        text = _metrics(host)
+        if needle(text):
+            return text
+        assert time.monotonic() < deadline, "gave up waiting; last output:\n" + text
+        time.sleep(5)
+
+
+def _value(text, prefix):
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_exporter_runs_hardened(host):
+    assert host.service("cpuinfer-metrics.service").is_running
+    with host.sudo():
+        exposure = host.check_output("systemd-analyze security --no-pager cpuinfer-metrics.service | tail -1")
+    # root (to own PSI trigger writes) with no capabilities but CAP_PERFMON; llama units score 1.0
+    assert float(exposure.split()[-3]) <= 6.0, exposure
+
+
+def test_unit_metrics_are_there_and_promtool_accepts_them(host):
+    text = _wait_for(host, lambda t: "cpuinfer_inter_token_latency_seconds_bucket" in t)
+    for family in ("pressure_avg_ratio", "pressure_stalled_seconds_total", "cpu_usage_seconds_total",
+                   "cpu_throttled_periods_total", "memory_current_bytes", "memory_events_total",
+                   "run_delay_seconds", "threads"):
+        assert 'cpuinfer_unit_%s{' % family in text and 'unit="%s"' % LLAMA in text, family
+    assert _value(text, 'cpuinfer_unit_threads{unit="%s"}' % LLAMA) >= 2
+    assert _value(text, 'cpuinfer_probe_tokens_per_second{unit="%s"}' % LLAMA) > 0
+    check = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_missing_hardware_counters_are_reported_absent_with_the_reason(host):
+    text = _metrics(host)
+    line = next(l for l in text.splitlines() if l.startswith("cpuinfer_unit_perf_counters_available{") and LLAMA in l)
+    assert line.endswith(" 0") and 'reason="' in line and 'reason=""' not in line, line
+    assert "cpuinfer_unit_instructions_total" not in text
+
+
+def test_memory_pressure_trigger_fires_for_the_squeezed_unit(host):
+    text = _wait_for(host, lambda t: (_value(t, 'cpuinfer_unit_memory_pressure_events_total{unit="%s"}' % DEMO) or 0) > 0)
+    assert _value(text, 'cpuinfer_unit_memory_pressure_events_total{unit="%s"}' % DEMO) >= 1
+    with host.sudo():
+        journal = host.check_output("journalctl -u cpuinfer-metrics.service --no-pager -o cat")
+    assert "memory pressure event on %s" % DEMO in journal
+
+
+def test_governor_raises_the_quota_and_logs_each_change(host):
+    log = "/var/log/cpuinfer/slo-governor-tiny-llama.jsonl"
+    deadline = time.monotonic() + 300
+    while True:
+        with host.sudo():
+            records = [json.loads(l) for l in host.file(log).content_string.splitlines()] if host.file(log).exists else []
+        if len(records) >= 2:
+            break
+        assert time.monotonic() < deadline, "no two governor decisions within 300 s"
+        time.sleep(5)
+    first, second = records[0], records[1]
+    assert first["before_percent"] == 30 and first["after_percent"] == 39  # +30 % cap
+    assert second["before_percent"] == 39 and not first["dry_run"]
+    assert "raise" in first["reason"]
+    quota = host.check_output("systemctl show --property=CPUQuotaPerSecUSec --value %s" % LLAMA)
+    assert quota != "300ms", quota
+    group = host.check_output("systemctl show --property=ControlGroup --value %s" % LLAMA)
+    with host.sudo():
+        cpu_max = host.file("/sys/fs/cgroup%s/cpu.max" % group).content_string
+    assert int(cpu_max.split()[0]) >= 39000, cpu_max

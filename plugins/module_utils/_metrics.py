@@ -1,0 +1,192 @@
+# -*- coding: utf-8 -*-
+# Copyright: cpuinfer.llm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Per-unit metrics of inference services in the Prometheus text format (version 0.0.4).
+
+Private to the collection; used by the metrics role's exporter. Reading goes through the kernel
+helpers (_cgroupfs, _sched, _resctrl, _perf), so it runs on a temporary tree in units. Names follow
+Prometheus conventions: base units (seconds, bytes), counters end in _total, ratios are 0..1.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import math
+
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _resctrl, _sched
+
+__metaclass__ = type
+
+PREFIX = "cpuinfer_unit_"
+# Upper bounds (seconds) of the inter-token latency histogram: 5 ms on real CPUs .. 10 s in the lab.
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+MEMORY_EVENTS = ("low", "high", "max", "oom", "oom_kill")
+
+
+class Family:
+    """One metric family: name, type, help and its samples (labels, value[, name suffix])."""
+
+    def __init__(self, name, kind, help_text):
+        self.name, self.kind, self.help_text = name, kind, help_text
+        self.samples = []
+
+    def add(self, labels, value, suffix=""):
+        self.samples.append((suffix, labels, value))
+
+
+def _escape(value):
+    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _number(value):
+    if value is None:
+        return "NaN"
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "+Inf" if value > 0 else "-Inf"
+        return repr(value)
+    return str(value)
+
+
+def render(families):
+    """Families -> exposition text; families without samples are left out (absent, not zero)."""
+    lines = []
+    for family in families:
+        if not family.samples:
+            continue
+        lines.append("# HELP %s %s" % (family.name, family.help_text))
+        lines.append("# TYPE %s %s" % (family.name, family.kind))
+        for suffix, labels, value in family.samples:
+            label_text = ",".join('%s="%s"' % (key, _escape(labels[key])) for key in sorted(labels))
+            lines.append("%s%s%s %s" % (family.name, suffix, "{%s}" % label_text if label_text else "",
+                                        _number(value)))
+    return "\n".join(lines) + "\n"
+
+
+def _limit(text):
+    """memory.high/max: 'max' means no limit (+Inf), else bytes."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    return float("inf") if text == "max" else int(text)
+
+
+class UnitMetrics:
+    """The families for every unit; collect() adds one unit's readings to them."""
+
+    def __init__(self):
+        def family(name, kind, help_text):
+            return Family(PREFIX + name, kind, help_text)
+
+        self.pressure_ratio = family("pressure_avg_ratio", "gauge",
+                                     "PSI: share of time tasks of the unit stalled on the resource, averaged over the window.")
+        self.pressure_seconds = family("pressure_stalled_seconds_total", "counter",
+                                       "PSI: total time tasks of the unit stalled on the resource.")
+        self.cpu_usage = family("cpu_usage_seconds_total", "counter", "CPU time used by the unit (cpu.stat usage_usec).")
+        self.cpu_periods = family("cpu_periods_total", "counter", "Enforcement periods of the unit's CPU quota.")
+        self.cpu_throttled_periods = family("cpu_throttled_periods_total", "counter",
+                                            "Periods in which the unit was throttled by its CPU quota.")
+        self.cpu_throttled = family("cpu_throttled_seconds_total", "counter", "Time the unit spent throttled.")
+        self.memory_current = family("memory_current_bytes", "gauge", "Memory charged to the unit.")
+        self.memory_high = family("memory_high_bytes", "gauge", "The unit's memory.high (+Inf: no limit).")
+        self.memory_max = family("memory_max_bytes", "gauge", "The unit's memory.max (+Inf: no limit).")
+        self.memory_events = family("memory_events_total", "counter", "memory.events of the unit, by event.")
+        self.run_delay = family("run_delay_seconds", "gauge",
+                                "Time the unit's live threads waited runnable for a CPU (schedstat), summed.")
+        self.threads = family("threads", "gauge", "Threads of the unit's processes.")
+        self.llc_occupancy = family("llc_occupancy_bytes", "gauge", "resctrl: last-level cache the unit occupies.")
+        self.mbm_bytes = family("memory_bandwidth_bytes_total", "counter",
+                                "resctrl: bytes moved to and from memory by the unit, by scope.")
+        self.perf_available = family("perf_counters_available", "gauge",
+                                     "1 when hardware counters of the unit can be read, 0 when not (see reason).")
+        self.instructions = family("instructions_total", "counter", "Instructions retired by the unit's tasks.")
+        self.cache_misses = family("cache_misses_total", "counter", "Cache misses of the unit's tasks.")
+        self.pressure_events = family("memory_pressure_events_total", "counter",
+                                      "PSI trigger events: memory stalls above the configured threshold in a window.")
+
+    def families(self):
+        return [value for value in vars(self).values() if isinstance(value, Family)]
+
+    def collect(self, root, unit, resctrl_group=None, perf=None, pressure_events=None):
+        """Read one unit; missing files (controller off, no RDT) leave their metrics absent."""
+        group = _cgroupfs.unit_group(root, unit)
+        if group is None:
+            return False
+        labels = {"unit": unit}
+        for resource in ("cpu", "memory", "io"):
+            parsed = _cgroupfs.parse_pressure(_cgroupfs.read_file(root, group, resource + ".pressure"))
+            for kind, values in sorted(parsed.items()):
+                for window in ("avg10", "avg60"):
+                    if window in values:
+                        self.pressure_ratio.add(dict(labels, resource=resource, kind=kind, window=window[3:] + "s"),
+                                                values[window] / 100.0)
+                if "total" in values:
+                    self.pressure_seconds.add(dict(labels, resource=resource, kind=kind), values["total"] / 1e6)
+        cpu_stat = _cgroupfs.parse_flat_keyed(_cgroupfs.read_file(root, group, "cpu.stat"))
+        for family, key, scale in ((self.cpu_usage, "usage_usec", 1e6), (self.cpu_periods, "nr_periods", 1),
+                                   (self.cpu_throttled_periods, "nr_throttled", 1),
+                                   (self.cpu_throttled, "throttled_usec", 1e6)):
+            if key in cpu_stat:
+                family.add(labels, cpu_stat[key] / scale if scale != 1 else cpu_stat[key])
+        current = _cgroupfs.read_file(root, group, "memory.current")
+        if current:
+            self.memory_current.add(labels, int(current))
+        for family, name in ((self.memory_high, "memory.high"), (self.memory_max, "memory.max")):
+            value = _limit(_cgroupfs.read_file(root, group, name))
+            if value is not None:
+                family.add(labels, value)
+        events = _cgroupfs.parse_flat_keyed(_cgroupfs.read_file(root, group, "memory.events"))
+        for event in MEMORY_EVENTS:
+            if event in events:
+                self.memory_events.add(dict(labels, event=event), events[event])
+        pids = sorted(pid for pids in _cgroupfs.processes_below(root, group).values() for pid in pids)
+        self.run_delay.add(labels, _sched.run_delay_ns(root, pids) / 1e9)
+        self.threads.add(labels, sum(len(_sched.threads_of(root, pid, "all")) for pid in pids))
+        if resctrl_group:
+            readings = _resctrl.mon_readings(root, resctrl_group)
+            if "llc_occupancy" in readings:
+                self.llc_occupancy.add(labels, readings["llc_occupancy"])
+            for event, scope in (("mbm_total_bytes", "total"), ("mbm_local_bytes", "local")):
+                if event in readings:
+                    self.mbm_bytes.add(dict(labels, scope=scope), readings[event])
+        if perf is not None:
+            counts, reason = perf
+            self.perf_available.add(dict(labels, reason=reason or ""), 0 if counts is None else 1)
+            for family, event in ((self.instructions, "instructions"), (self.cache_misses, "cache_misses")):
+                if counts and event in counts:
+                    family.add(labels, counts[event])
+        if pressure_events is not None:
+            self.pressure_events.add(labels, pressure_events)
+        return True
+
+
+class LatencyHistogram:
+    """Cumulative histogram of inter-token gaps (seconds) plus the last probe's rate."""
+
+    def __init__(self, buckets=LATENCY_BUCKETS):
+        self.buckets = tuple(buckets)
+        self.counts = {}
+        self.sums = {}
+        self.rates = {}
+
+    def observe(self, unit, gaps_seconds, tokens_per_second):
+        counts = self.counts.setdefault(unit, [0] * (len(self.buckets) + 1))
+        for gap in gaps_seconds:
+            index = next((i for i, bound in enumerate(self.buckets) if gap <= bound), len(self.buckets))
+            counts[index] += 1
+            self.sums[unit] = self.sums.get(unit, 0.0) + gap
+        self.rates[unit] = tokens_per_second
+
+    def families(self):
+        histogram = Family("cpuinfer_inter_token_latency_seconds", "histogram",
+                           "Gaps between streamed tokens of the probe's completions.")
+        rate = Family("cpuinfer_probe_tokens_per_second", "gauge",
+                      "End-to-end generation rate of the last probe completion.")
+        for unit in sorted(self.counts):
+            running = 0
+            for bound, count in zip(self.buckets + (float("inf"),), self.counts[unit]):
+                running += count
+                histogram.add({"unit": unit, "le": _number(float(bound))}, running, "_bucket")
+            histogram.add({"unit": unit}, self.sums.get(unit, 0.0), "_sum")
+            histogram.add({"unit": unit}, running, "_count")
+            rate.add({"unit": unit}, self.rates[unit])
+        return [histogram, rate]

@@ -1,0 +1,32 @@
+"""What the converge benchmark reads from ansible-playbook's output."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+
+import bench  # noqa: E402
+
+OUTPUT = """
+TASK [cpuinfer.llm.llama_server : Build llama-cpp-python once per CPU class, on the controller] ***
+changed: [bench-conv-1 -> localhost] => (item=x86-avx2)
+
+TASK [cpuinfer.llm.llama_server : Pick this host's build] ***
+changed: [bench-conv-1]
+
+PLAY RECAP *********************************************************************
+bench-conv-1               : ok=80   changed=41   unreachable=0    failed=0    skipped=9    rescued=0    ignored=0
+bench-conv-2               : ok=70   changed=0    unreachable=0    failed=1    skipped=9    rescued=0    ignored=0
+"""
+
+
+def test_recap_per_host():
+    hosts = bench.recap(OUTPUT)
+    assert hosts["bench-conv-1"] == {"ok": 80, "changed": 41, "unreachable": 0, "failed": 0}
+    assert hosts["bench-conv-2"]["failed"] == 1
+
+
+def test_wheel_builds_counts_only_the_build_task():
+    assert bench.wheel_builds(OUTPUT) == 1
+    assert bench.wheel_builds(OUTPUT.replace("changed: [bench-conv-1 -> localhost]", "ok: [bench-conv-1 -> localhost]")) == 0
+    assert bench.wheel_builds("PLAY RECAP") == 0

@@ -1,0 +1,95 @@
+"""The metrics role's exporter: one-shot output, pressure events, atomic writes."""
+
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "tests" / "unit"))
+from kernel_tree import write_tree  # noqa: E402
+
+UNIT = "cpuinfer-llama-x.service"
+GROUP = "/sys/fs/cgroup/cpuinfer-inference.slice/" + UNIT
+PROMTOOL = REPO / ".build" / "tools" / "promtool"
+
+
+@pytest.fixture
+def installed(tmp_path):
+    """The exporter laid out as the role installs it: the daemon with the probe beside it."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    shutil.copy(REPO / "roles" / "metrics" / "files" / "cpuinfer_metrics.py", lib)
+    shutil.copy(REPO / "roles" / "health_gate" / "files" / "stream_probe.py", lib)
+    return lib
+
+
+def fake_host(root):
+    write_tree(root, {
+        GROUP + "/cgroup.procs": "77\n",
+        GROUP + "/memory.pressure": "some avg10=1.00 avg60=0.50 avg300=0.10 total=900\n"
+                                    "full avg10=0.00 avg60=0.00 avg300=0.00 total=10\n",
+        GROUP + "/cpu.stat": "usage_usec 10\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n",
+        GROUP + "/memory.current": "4096\n",
+        "/proc/77/task/77/schedstat": "1 2000 3\n",
+        "/sys/devices/system/cpu/online": "0\n",
+    })
+
+
+def test_once_prints_metrics_promtool_accepts(tmp_path, installed):
+    fake_host(tmp_path / "root")
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"root": str(tmp_path / "root"), "units": [{"unit": UNIT, "port": 1}],
+                                  "textfile": str(tmp_path / "out.prom"), "interval_seconds": 1,
+                                  "pressure_trigger": {"stall_us": 150000, "window_us": 1000000},
+                                  "perf_counters": False, "probe": {"interval_seconds": 0, "tokens": 4}}))
+    env = dict(os.environ, PYTHONPATH=str(REPO / ".build" / "collections"))
+    out = subprocess.run([sys.executable, str(installed / "cpuinfer_metrics.py"), str(config), "--once"], env=env,
+                         capture_output=True, text=True, check=True, timeout=30).stdout
+    assert 'cpuinfer_unit_memory_current_bytes{unit="%s"} 4096' % UNIT in out
+    assert 'cpuinfer_unit_perf_counters_available{reason="disabled (metrics_perf_counters)",unit="%s"} 0' % UNIT in out
+    assert "cpuinfer_unit_memory_pressure_events_total" not in out  # no trigger in a one-shot run
+    if PROMTOOL.exists():
+        check = subprocess.run([str(PROMTOOL), "check", "metrics"], input=out, capture_output=True, text=True,
+                               check=False)
+        assert check.returncode == 0, check.stdout + check.stderr
+
+
+def load(installed, monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO / ".build" / "collections"))
+    spec = importlib.util.spec_from_file_location("cpuinfer_metrics", installed / "cpuinfer_metrics.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pressure_events_are_counted(tmp_path, installed, monkeypatch):
+    exporter = load(installed, monkeypatch)
+    fake_host(tmp_path)
+    unit = exporter.Unit({"unit": UNIT})
+    unit.group = GROUP[len("/sys/fs/cgroup/"):]
+    # a trigger fd signals POLLPRI; out-of-band data on a socket does the same
+    kernel_side, watched = socket.socketpair()
+    unit.trigger_fd = watched.fileno()
+    kernel_side.send(b"!", socket.MSG_OOB)
+    exporter.wait_for_pressure(str(tmp_path), [unit], 0.2)
+    assert unit.pressure_events >= 1
+    kernel_side.close()
+    watched.close()
+
+
+def test_textfile_is_replaced_whole(tmp_path, installed, monkeypatch):
+    exporter = load(installed, monkeypatch)
+    (tmp_path / "textfiles").mkdir()
+    target = tmp_path / "textfiles" / "cpuinfer.prom"
+    target.write_text("old\n")
+    exporter.write_atomically(str(target), "new\n")
+    assert target.read_text() == "new\n"
+    assert oct(target.stat().st_mode & 0o777) == "0o644"
+    assert [p.name for p in target.parent.iterdir()] == ["cpuinfer.prom"]

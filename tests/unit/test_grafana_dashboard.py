@@ -1,0 +1,94 @@
+"""The shipped Grafana dashboard: importable shape, datasource as a variable, queries that parse and
+name only metrics the collection's exporter and governor really write."""
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _metrics
+
+REPO = Path(__file__).resolve().parents[2]
+DASHBOARD = json.loads((REPO / "files" / "grafana" / "cpuinfer-dashboard.json").read_text())
+PROMTOOL = REPO / ".build" / "tools" / "promtool"
+PROMQL_FUNCTIONS = {"rate", "increase", "deriv", "histogram_quantile", "sum", "by", "le", "Inf"}
+
+
+def targets():
+    return [target for panel in DASHBOARD["panels"] for target in panel["targets"]]
+
+
+def emitted_names(tmp_path):
+    """Family names (and histogram series) that the exporter and the governor write."""
+    names = set()
+    for family in _metrics.UnitMetrics().families() + _metrics.LatencyHistogram().families():
+        names.add(family.name)
+        if family.kind == "histogram":
+            names.update(family.name + suffix for suffix in ("_bucket", "_sum", "_count"))
+    lib = tmp_path / "governor"
+    lib.mkdir()
+    shutil.copy(REPO / "roles" / "slo_governor" / "files" / "cpuinfer_slo_governor.py", lib)
+    shutil.copy(REPO / "roles" / "health_gate" / "files" / "stream_probe.py", lib)
+    spec = importlib.util.spec_from_file_location("governor", lib / "cpuinfer_slo_governor.py")
+    governor = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(governor)
+
+    class Systemd:
+        unit = "u.service"
+
+        def quota(self):
+            return 50
+    instance = governor.Governor({"window_gaps": 2, "quota_max_percent": 100, "slo_p99_ms": 1}, Systemd())
+    instance.last_p99 = 1.0
+    names.update(re.findall(r"^# TYPE (\S+)", instance.prometheus_text(), re.M))
+    return names
+
+
+def test_datasource_is_a_variable_everywhere():
+    variables = {v["name"]: v for v in DASHBOARD["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "prometheus"
+    for panel in DASHBOARD["panels"]:
+        assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, panel["title"]
+    for target in targets():
+        assert target["datasource"]["uid"] == "${datasource}"
+
+
+def test_panels_are_laid_out_without_overlap():
+    cells = set()
+    ids = [panel["id"] for panel in DASHBOARD["panels"]]
+    assert len(ids) == len(set(ids))
+    for panel in DASHBOARD["panels"]:
+        pos = panel["gridPos"]
+        assert pos["x"] + pos["w"] <= 24
+        mine = {(x, y) for x in range(pos["x"], pos["x"] + pos["w"]) for y in range(pos["y"], pos["y"] + pos["h"])}
+        assert not cells & mine, panel["title"]
+        cells |= mine
+    assert {"heatmap", "timeseries"} <= {panel["type"] for panel in DASHBOARD["panels"]}
+    assert DASHBOARD["uid"] and DASHBOARD["schemaVersion"] >= 36
+
+
+def test_queries_use_only_emitted_metrics(tmp_path):
+    emitted = emitted_names(tmp_path)
+    for target in targets():
+        without_strings = re.sub(r'"[^"]*"', '""', target["expr"])
+        without_labels = re.sub(r"\{[^}]*\}|\[[^\]]*\]|by \([^)]*\)", " ", without_strings)
+        for name in re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*", without_labels):
+            assert name in emitted or name in PROMQL_FUNCTIONS, "%s in %s" % (name, target["expr"])
+
+
+@pytest.mark.skipif(not PROMTOOL.exists(), reason="scripts/bootstrap puts promtool in .build/tools")
+def test_every_query_parses(tmp_path):
+    rules = {"groups": [{"name": "dashboard", "rules": [
+        {"record": "dashboard:query%d" % index,
+         "expr": target["expr"].replace("$instance", ".*").replace("$unit", ".*")}
+        for index, target in enumerate(targets())]}]}
+    path = tmp_path / "rules.yml"
+    path.write_text(yaml.safe_dump(rules))
+    result = subprocess.run([str(PROMTOOL), "check", "rules", str(path)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
