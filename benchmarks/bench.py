@@ -5,6 +5,7 @@
   build      the role-built wheel vs a plain `pip install llama-cpp-python`, on this machine, against
              the memory-bandwidth bound of token generation
   converge   first converge vs re-converge, 1 host vs 3 hosts, wheel builds per run
+  governor   p99 per phase of a ramping neighbour, fixed CPU quota vs the SLO governor
 
 Run through benchmarks/run, which sets up the environment (README's command).
 """
@@ -276,7 +277,8 @@ def converge(args):
                              "changed": sum(h["changed"] for h in hosts.values()), "wheel_builds": wheel_builds(output)})
                 log("%d host(s), %s: %.0f s" % (count, attempt, seconds))
         finally:
-            lab("down", *names)
+            if not (args.keep and count == 3):
+                lab("down", *names)
     data = {"environment": environment(), "note": EMULATION_NOTE, "wheel_cache": args.wheel_cache or "the default",
             "runs": runs}
     write_report("converge", data, converge_markdown(data))
@@ -290,6 +292,61 @@ def converge_markdown(data):
              "| hosts | run | wall s | tasks changed | wheel builds |", "|---|---|---|---|---|"]
     for r in data["runs"]:
         lines.append("| %d | %s | %d | %d | %d |" % (r["hosts"], r["run"], r["seconds"], r["changed"], r["wheel_builds"]))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def governor(args):
+    topology = REPO / "benchmarks" / "governor" / "topology.json"
+    inventory = REPO / "benchmarks" / "governor" / "inventory"
+    ensure_model("llama-bench")
+    lab("up", "--topology", topology)
+    try:
+        lab("inventory", "--topology", topology, "--output", inventory / "hosts.yml")
+        playbook(inventory, "benchmarks/governor/prepare.yml")
+        sizes = {"bench_phase_seconds": args.phase_seconds, "bench_repeats": args.repeats}
+        playbook(inventory, "benchmarks/governor/measure.yml", "-e", json.dumps(sizes))
+    finally:
+        if not args.keep:
+            lab("down", "bench-gov-1")
+    raw = json.loads((REPO / ".build" / "bench-governor-raw.json").read_text(encoding="utf-8"))
+    summary = {}
+    for run_ in raw["runs"]:
+        for phase in run_["phases"]:
+            entry = summary.setdefault(run_["mode"], {}).setdefault(phase["phase"], {"gaps": [], "rates": [], "quota_end": []})
+            entry["gaps"].extend(phase["gaps_ms"])
+            entry["rates"].extend(phase["tokens_per_second"])
+            entry["quota_end"].append(phase["quota_seen"][-1] if phase["quota_seen"] else None)
+    for phases in summary.values():
+        for entry in phases.values():
+            gaps = entry.pop("gaps")
+            entry["p50_ms"] = stats.percentile(gaps, 0.5)
+            entry["p99_ms"] = stats.percentile(gaps, 0.99)
+            entry["p99_over_slo"] = round(entry["p99_ms"] / raw["slo_p99_ms"], 2)
+            entry["tokens_per_second_median"] = round(statistics.median(entry.pop("rates")), 2)
+    data = {"environment": environment(), "note": EMULATION_NOTE, "slo_p99_ms": raw["slo_p99_ms"],
+            "configured_quota_percent": raw["configured_quota_percent"], "phase_seconds": args.phase_seconds,
+            "repeats": args.repeats, "summary": summary,
+            "decisions": [d for run_ in raw["runs"] for d in run_["decisions"]], "raw": raw}
+    write_report("governor", data, governor_markdown(data))
+
+
+def governor_markdown(data):
+    env = data["environment"]
+    lines = ["# SLO governor under a ramping neighbour", "", data["note"], "",
+             "Command: `%s` (%s, commit %s)." % (env["command"], env["date"], env["commit"]), "",
+             "2-vCPU VM, tuned placement (service on the inference CPU with CPUQuota=%d%%, the neighbour in "
+             "system.slice on the housekeeping CPU). SLO = 1.1 x the calm p99 at that quota = %.1f ms. "
+             "Each phase %d s, %d repeats, fixed and governed runs alternating." % (
+                 data["configured_quota_percent"], data["slo_p99_ms"], data["phase_seconds"], data["repeats"]), "",
+             "| mode | phase | p50 ms | p99 ms | p99 / SLO | tokens/s | quota at phase end |", "|---|---|---|---|---|---|---|"]
+    for mode, phases in data["summary"].items():
+        for phase, entry in phases.items():
+            lines.append("| %s | %s | %s | %s | %.2f | %.2f | %s |" % (
+                mode, phase, entry["p50_ms"], entry["p99_ms"], entry["p99_over_slo"], entry["tokens_per_second_median"],
+                " / ".join(str(q) for q in entry["quota_end"])))
+    lines += ["", "Governor decisions (before -> after, reason):", ""]
+    lines += ["- %s%% -> %s%%: %s" % (d["before_percent"], d["after_percent"], d["reason"]) for d in data["decisions"]]
     lines.append("")
     return "\n".join(lines)
 
@@ -309,8 +366,14 @@ def main():
     p.add_argument("--tokens", type=int, default=64)
     p.add_argument("--repeats", type=int, default=2)
     p.set_defaults(func=build)
+    p = sub.add_parser("governor")
+    p.add_argument("--phase-seconds", type=int, default=60)
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--keep", action="store_true", help="leave the VM running")
+    p.set_defaults(func=governor)
     p = sub.add_parser("converge")
     p.add_argument("--wheel-cache", help="a wheel cache directory (an empty one counts the builds of a cold run)")
+    p.add_argument("--keep", action="store_true", help="leave the three converged VMs running")
     p.set_defaults(func=converge)
     args = top.parse_args()
     args.func(args)

@@ -18,7 +18,12 @@ _BRACKETED = re.compile(r"\[([^\]]+)\]")
 
 
 class KnobError(Exception):
-    """A knob could not be read or written; the message names the file and the kernel's reason."""
+    """A knob could not be read or written; the message names the file and the kernel's reason,
+    errno keeps the kernel's error number (None when there was none)."""
+
+    def __init__(self, message, errno_value=None):
+        super(KnobError, self).__init__(message)
+        self.errno = errno_value
 
 
 def knob_path(root, relative):
@@ -56,7 +61,7 @@ def write_knob(root, relative, value):
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
         if exc.errno == errno.EINVAL:
             reason += " (the kernel refused the value %r)" % data
-        raise KnobError("cannot write %s: %s" % (path, reason))
+        raise KnobError("cannot write %s: %s" % (path, reason), exc.errno)
     finally:
         os.close(fd)
 

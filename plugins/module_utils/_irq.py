@@ -1,0 +1,61 @@
+# -*- coding: utf-8 -*-
+# Copyright: cpuinfer.llm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Interrupt affinity in procfs: /proc/irq/N/smp_affinity_list per IRQ and the hex mask
+/proc/irq/default_smp_affinity that IRQs allocated later start with.
+
+Private to the collection. Some IRQs cannot be moved (per-CPU timers, kernel-managed queue IRQs of
+NVMe and virtio): the kernel answers EIO (or EINVAL); callers report those as unmovable instead of
+failing, because no setting can change them.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import errno
+import os
+
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _cpulist
+from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_exists, knob_path, read_knob
+
+__metaclass__ = type
+
+IRQ_DIR = "/proc/irq"
+DEFAULT_MASK = IRQ_DIR + "/default_smp_affinity"
+UNMOVABLE_ERRNOS = (errno.EIO, errno.EINVAL)
+
+
+def irqs(root):
+    """IRQ numbers that have an affinity file, ascending."""
+    base = knob_path(root, IRQ_DIR)
+    if not os.path.isdir(base):
+        return []
+    return sorted(int(n) for n in os.listdir(base) if n.isdigit() and knob_exists(root, affinity_relative(int(n))))
+
+
+def affinity_relative(irq):
+    return "%s/%d/smp_affinity_list" % (IRQ_DIR, irq)
+
+
+def read_affinity(root, irq):
+    return _cpulist.parse_cpulist(read_knob(root, affinity_relative(irq)))
+
+
+def parse_mask(text):
+    """'00000000,0000000f' (32-bit hex words, most significant first) -> {0, 1, 2, 3}."""
+    value = int(text.replace(",", "").strip() or "0", 16)
+    return set(bit for bit in range(value.bit_length()) if value >> bit & 1)
+
+
+def format_mask(cpus, width_cpus):
+    """{0, 1} with 64 CPUs -> '00000000,00000003': the kernel's own form, one word per 32 CPUs."""
+    value = sum(1 << cpu for cpu in cpus)
+    words = max(1, (max(width_cpus, 1) + 31) // 32)
+    return ",".join("%08x" % (value >> (32 * i) & 0xFFFFFFFF) for i in reversed(range(words)))
+
+
+def read_default(root):
+    return parse_mask(read_knob(root, DEFAULT_MASK)) if knob_exists(root, DEFAULT_MASK) else None
+
+
+def is_unmovable(knob_error):
+    return getattr(knob_error, "errno", None) in UNMOVABLE_ERRNOS

@@ -1,0 +1,98 @@
+"""irq_affinity on a fake /proc/irq: moves what can move, names what cannot, undoes on a refusal."""
+
+import errno
+
+import pytest
+
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _irq, _knobs
+from ansible_collections.cpuinfer.llm.plugins.modules import irq_affinity
+
+from kernel_tree import snapshot, write_tree
+
+
+class FakeIrqKernel:
+    """IRQ 0 is a timer the kernel will not move; refuse maps other paths to an errno."""
+
+    def __init__(self, root, monkeypatch):
+        write_tree(root, {
+            "/sys/devices/system/cpu/online": "0-3\n",
+            "/proc/irq/default_smp_affinity": "f\n",
+            "/proc/irq/0/smp_affinity_list": "0-3\n",
+            "/proc/irq/24/smp_affinity_list": "0-3\n",
+            "/proc/irq/25/smp_affinity_list": "2\n",
+            "/proc/irq/26/smp_affinity_list": "0\n",
+        })
+        self.refuse = {"proc/irq/0/smp_affinity_list": errno.EIO}
+        self.real_write = _knobs.write_knob
+        monkeypatch.setattr(_knobs, "write_knob", self.write)
+
+    def write(self, root, relative, value):
+        code = self.refuse.get(relative.lstrip("/"))
+        if code:
+            raise _knobs.KnobError("cannot write %s: refused" % relative, code)
+        self.real_write(root, relative, value)
+
+
+@pytest.fixture
+def kernel(tmp_path, monkeypatch):
+    return FakeIrqKernel(tmp_path, monkeypatch)
+
+
+def values(root):
+    """What the kernel would show (a sysfs read has no trailing newline question)."""
+    return {path: text.strip() for path, text in snapshot(root).items()}
+
+
+def affinity(root, irq):
+    return (root / ("proc/irq/%d/smp_affinity_list" % irq)).read_text().strip()
+
+
+def test_moves_movable_irqs_and_names_the_rest(tmp_path, kernel, run_module):
+    failed, result = run_module(irq_affinity, {"cpus": "0", "root": str(tmp_path)}, diff=True)
+    assert not failed, result
+    assert result["changed"]
+    assert result["moved"] == [24, 25]
+    assert result["unmovable"] == [{"irq": 0, "reason": "Input/output error"}]
+    assert affinity(tmp_path, 24) == "0" and affinity(tmp_path, 25) == "0" and affinity(tmp_path, 0) == "0-3"
+    assert _irq.parse_mask((tmp_path / "proc/irq/default_smp_affinity").read_text()) == {0}
+    assert result["after"]["default"] == "0"
+    assert "24 = 0-3" in result["diff"]["before"] and "24 = 0" in result["diff"]["after"]
+
+
+def test_second_run_is_unchanged_despite_the_unmovable_irq(tmp_path, kernel, run_module):
+    run_module(irq_affinity, {"cpus": "0", "root": str(tmp_path)})
+    (tmp_path / "proc/irq/default_smp_affinity").write_text("00000001\n")
+    failed, result = run_module(irq_affinity, {"cpus": "0", "root": str(tmp_path)})
+    assert not failed and not result["changed"], result
+    assert result["unmovable"] == [{"irq": 0, "reason": "Input/output error"}]
+
+
+def test_check_mode_predicts_the_same_and_writes_nothing_new(tmp_path, kernel, run_module):
+    before = values(tmp_path)
+    failed, result = run_module(irq_affinity, {"cpus": "0", "root": str(tmp_path)}, check=True)
+    assert not failed and result["changed"]
+    assert result["moved"] == [24, 25] and [u["irq"] for u in result["unmovable"]] == [0]
+    assert values(tmp_path) == before
+
+
+def test_other_refusal_undoes_the_run(tmp_path, kernel, run_module):
+    kernel.refuse["proc/irq/26/smp_affinity_list"] = errno.EACCES
+    before = values(tmp_path)
+    failed, result = run_module(irq_affinity, {"cpus": "1", "root": str(tmp_path)})
+    assert failed
+    assert "put back" in result["msg"]
+    assert values(tmp_path) == before
+
+
+@pytest.mark.parametrize("cpus, message", [("", "empty"), ("4-5", "not online"), ("3-1", "reversed")])
+def test_bad_requests_write_nothing(tmp_path, kernel, run_module, cpus, message):
+    before = values(tmp_path)
+    failed, result = run_module(irq_affinity, {"cpus": cpus, "root": str(tmp_path)})
+    assert failed and message in result["msg"]
+    assert values(tmp_path) == before
+
+
+def test_masks_round_trip():
+    assert _irq.parse_mask("00000000,00000003") == {0, 1}
+    assert _irq.format_mask({0, 1, 33}, 64) == "00000002,00000003"
+    assert _irq.parse_mask(_irq.format_mask({5, 40}, 64)) == {5, 40}
