@@ -77,20 +77,27 @@ def write_report(name, data, markdown):
     log("wrote %s" % (OUT / ("%s.md" % name)))
 
 
-def isolation(args):
-    topology = REPO / "benchmarks" / "isolation" / "topology.json"
-    inventory = REPO / "benchmarks" / "isolation" / "inventory"
+def in_lab_vm(name, sizes, keep):
+    """Boot benchmarks/NAME/topology.json's VM, run its prepare.yml then measure.yml (with sizes as
+    extra vars), stop the VM unless keep; returns (prepare seconds, measure seconds, raw output)."""
+    topology = REPO / "benchmarks" / name / "topology.json"
+    inventory = REPO / "benchmarks" / name / "inventory"
     ensure_model("llama-bench")
     lab("up", "--topology", topology)
     try:
         lab("inventory", "--topology", topology, "--output", inventory / "hosts.yml")
-        prepare_s, dummy_output = playbook(inventory, "benchmarks/isolation/prepare.yml")
-        sizes = {"bench_rounds": args.rounds, "bench_completions": args.completions, "bench_tokens": args.tokens}
-        measure_s, dummy_output = playbook(inventory, "benchmarks/isolation/measure.yml", "-e", json.dumps(sizes))
+        prepare_s, dummy_output = playbook(inventory, "benchmarks/%s/prepare.yml" % name)
+        measure_s, dummy_output = playbook(inventory, "benchmarks/%s/measure.yml" % name, "-e", json.dumps(sizes))
     finally:
-        if not args.keep:
-            lab("down", "bench-iso-1")
-    raw = json.loads((REPO / ".build" / "bench-isolation-raw.json").read_text(encoding="utf-8"))
+        if not keep:
+            lab("down", *[vm["name"] for vm in json.loads(topology.read_text(encoding="utf-8"))["vms"]])
+    raw = json.loads((REPO / ".build" / ("bench-%s-raw.json" % name)).read_text(encoding="utf-8"))
+    return prepare_s, measure_s, raw
+
+
+def isolation(args):
+    sizes = {"bench_rounds": args.rounds, "bench_completions": args.completions, "bench_tokens": args.tokens}
+    prepare_s, measure_s, raw = in_lab_vm("isolation", sizes, args.keep)
     summary = stats.summarize(raw["samples"])
     ratios = {"%s/%s" % (v, base): stats.ratio(summary, v, base)
               for base in ("a_tuned", "a_untuned") for v in ("b_untuned_neighbour", "c_tuned_neighbour")}
@@ -297,19 +304,8 @@ def converge_markdown(data):
 
 
 def governor(args):
-    topology = REPO / "benchmarks" / "governor" / "topology.json"
-    inventory = REPO / "benchmarks" / "governor" / "inventory"
-    ensure_model("llama-bench")
-    lab("up", "--topology", topology)
-    try:
-        lab("inventory", "--topology", topology, "--output", inventory / "hosts.yml")
-        playbook(inventory, "benchmarks/governor/prepare.yml")
-        sizes = {"bench_phase_seconds": args.phase_seconds, "bench_repeats": args.repeats}
-        playbook(inventory, "benchmarks/governor/measure.yml", "-e", json.dumps(sizes))
-    finally:
-        if not args.keep:
-            lab("down", "bench-gov-1")
-    raw = json.loads((REPO / ".build" / "bench-governor-raw.json").read_text(encoding="utf-8"))
+    sizes = {"bench_phase_seconds": args.phase_seconds, "bench_repeats": args.repeats}
+    dummy_prepare, dummy_measure, raw = in_lab_vm("governor", sizes, args.keep)
     summary = {}
     for run_ in raw["runs"]:
         for phase in run_["phases"]:

@@ -9,6 +9,14 @@ TEXTFILE = "/var/lib/prometheus/node-exporter/cpuinfer.prom"
 LLAMA = "cpuinfer-llama-tiny-llama.service"
 DEMO = "cpuinfer-pressure-demo.service"
 PROMTOOL = os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], ".build", "tools", "promtool")
+# what the VM produced, kept for people to look at (docs/observability.md quotes it)
+EVIDENCE = os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], ".build", "observability")
+
+
+def _keep(name, text):
+    os.makedirs(EVIDENCE, exist_ok=True)
+    with open(os.path.join(EVIDENCE, name), "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def _metrics(host):
@@ -38,6 +46,7 @@ def test_exporter_runs_hardened(host):
     with host.sudo():
         exposure = host.check_output("systemd-analyze security --no-pager cpuinfer-metrics.service | tail -1")
     # root (to own PSI trigger writes) with no capabilities but CAP_PERFMON; llama units score 1.0
+    _keep("metrics-exposure.txt", exposure + "\n")
     assert float(exposure.split()[-3]) <= 6.0, exposure
 
 
@@ -49,6 +58,7 @@ def test_unit_metrics_are_there_and_promtool_accepts_them(host):
         assert 'cpuinfer_unit_%s{' % family in text and 'unit="%s"' % LLAMA in text, family
     assert _value(text, 'cpuinfer_unit_threads{unit="%s"}' % LLAMA) >= 2
     assert _value(text, 'cpuinfer_probe_tokens_per_second{unit="%s"}' % LLAMA) > 0
+    _keep("cpuinfer.prom", text)
     check = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, check=False)
     assert check.returncode == 0, check.stdout + check.stderr
 
@@ -78,6 +88,7 @@ def test_governor_raises_the_quota_and_logs_each_change(host):
             break
         assert time.monotonic() < deadline, "no two governor decisions within 300 s"
         time.sleep(5)
+    _keep("slo-governor.jsonl", "".join(json.dumps(r) + "\n" for r in records))
     first, second = records[0], records[1]
     assert first["before_percent"] == 30 and first["after_percent"] == 39  # +30 % cap
     assert second["before_percent"] == 39 and not first["dry_run"]
