@@ -47,8 +47,12 @@ def lab(*args):
 
 def playbook(inventory, book, *extra):
     started = time.monotonic()
-    result = run(["ansible-playbook", "-i", inventory, book, *extra], stdout=subprocess.PIPE, text=True)
-    sys.stderr.write(result.stdout[-3000:])
+    argv = ["ansible-playbook", "-i", str(inventory), book, *extra]
+    log("$ " + " ".join(argv))
+    result = subprocess.run(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    sys.stderr.write(result.stdout[-6000:])
+    if result.returncode:
+        raise SystemExit("bench: %s failed (exit %d)" % (book, result.returncode))
     return time.monotonic() - started, result.stdout
 
 
@@ -77,13 +81,14 @@ def write_report(name, data, markdown):
     log("wrote %s" % (OUT / ("%s.md" % name)))
 
 
-def in_lab_vm(name, sizes, keep):
+def in_lab_vm(name, sizes, keep, reuse=False):
     """Boot benchmarks/NAME/topology.json's VM, run its prepare.yml then measure.yml (with sizes as
     extra vars), stop the VM unless keep; returns (prepare seconds, measure seconds, raw output)."""
     topology = REPO / "benchmarks" / name / "topology.json"
     inventory = REPO / "benchmarks" / name / "inventory"
     ensure_model("llama-bench")
-    lab("up", "--topology", topology)
+    if not reuse:
+        lab("up", "--topology", topology)
     try:
         lab("inventory", "--topology", topology, "--output", inventory / "hosts.yml")
         prepare_s, dummy_output = playbook(inventory, "benchmarks/%s/prepare.yml" % name)
@@ -97,7 +102,7 @@ def in_lab_vm(name, sizes, keep):
 
 def isolation(args):
     sizes = {"bench_rounds": args.rounds, "bench_completions": args.completions, "bench_tokens": args.tokens}
-    prepare_s, measure_s, raw = in_lab_vm("isolation", sizes, args.keep)
+    prepare_s, measure_s, raw = in_lab_vm("isolation", sizes, args.keep, args.reuse)
     summary = stats.summarize(raw["samples"])
     ratios = {"%s/%s" % (v, base): stats.ratio(summary, v, base)
               for base in ("a_tuned", "a_untuned") for v in ("b_untuned_neighbour", "c_tuned_neighbour")}
@@ -305,7 +310,7 @@ def converge_markdown(data):
 
 def governor(args):
     sizes = {"bench_phase_seconds": args.phase_seconds, "bench_repeats": args.repeats}
-    dummy_prepare, dummy_measure, raw = in_lab_vm("governor", sizes, args.keep)
+    dummy_prepare, dummy_measure, raw = in_lab_vm("governor", sizes, args.keep, args.reuse)
     summary = {}
     for run_ in raw["runs"]:
         for phase in run_["phases"]:
@@ -331,8 +336,8 @@ def governor_markdown(data):
     env = data["environment"]
     lines = ["# SLO governor under a ramping neighbour", "", data["note"], "",
              "Command: `%s` (%s, commit %s)." % (env["command"], env["date"], env["commit"]), "",
-             "2-vCPU VM, tuned placement (service on the inference CPU with CPUQuota=%d%%, the neighbour in "
-             "system.slice on the housekeeping CPU). SLO = 1.1 x the calm p99 at that quota = %.1f ms. "
+             "2-vCPU VM, tuned placement (service on the inference CPU with CPUQuota=%d%%; the neighbour runs in "
+             "its own cgroup, sharing the quota: see benchmarks/governor/governor_runner.py). SLO = 1.1 x the calm p99 at that quota = %.1f ms. "
              "Each phase %d s, %d repeats, fixed and governed runs alternating." % (
                  data["configured_quota_percent"], data["slo_p99_ms"], data["phase_seconds"], data["repeats"]), "",
              "| mode | phase | p50 ms | p99 ms | p99 / SLO | tokens/s | quota at phase end |", "|---|---|---|---|---|---|---|"]
@@ -355,6 +360,7 @@ def main():
     p.add_argument("--completions", type=int, default=2)
     p.add_argument("--tokens", type=int, default=32)
     p.add_argument("--keep", action="store_true", help="leave the VM running")
+    p.add_argument("--reuse", action="store_true", help="use the VM a --keep run left running")
     p.set_defaults(func=isolation)
     p = sub.add_parser("build")
     p.add_argument("--rounds", type=int, default=5)
@@ -366,6 +372,7 @@ def main():
     p.add_argument("--phase-seconds", type=int, default=60)
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--keep", action="store_true", help="leave the VM running")
+    p.add_argument("--reuse", action="store_true", help="use the VM a --keep run left running")
     p.set_defaults(func=governor)
     p = sub.add_parser("converge")
     p.add_argument("--wheel-cache", help="a wheel cache directory (an empty one counts the builds of a cold run)")

@@ -1,14 +1,20 @@
 """Inside the demonstration VM: a neighbour's load ramps up; p99 inter-token latency per phase with a
 fixed CPU quota and with the SLO governor. Prints raw JSON.
 
+The neighbour runs inside the service's own cgroup (a co-located helper sharing the unit's quota):
+that is the slowdown a quota can cure. A neighbour in another unit is kept away by the cpuset and
+weights of host_tuning (docs/benchmarks/isolation.md), and raising a quota does nothing against it.
+
 1. calibrate: the service alone at its configured quota; SLO = 1.1 x that p99 (met when calm).
 2. alternate runs, `repeats` times: fixed (governor stopped, quota back to configured) and governed
-   (governor started with that SLO); each run walks the same phases: the neighbour in system.slice
-   (where the tuning puts it) at 0, 1, 2, 4 CPU workers plus a memory streamer from phase 3 on.
+   (governor started with that SLO); each run walks the same phases: the neighbour at 0, 25, 50 and
+   75 % of a CPU (stress-ng --cpu-load).
 Usage: python3 governor_runner.py PHASE_SECONDS REPEATS
 """
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -20,12 +26,7 @@ UNIT = "cpuinfer-llama-bench.service"
 GOVERNOR = "cpuinfer-slo-governor@bench.service"
 CONFIG = "/etc/cpuinfer/slo-governor-bench.json"
 DECISIONS = "/var/log/cpuinfer/slo-governor-bench.jsonl"
-PHASES = [
-    ("calm", None),
-    ("1 cpu worker", "--cpu 1"),
-    ("2 cpu workers + memory streamer", "--cpu 2 --stream 1"),
-    ("4 cpu workers + 2 memory streamers", "--cpu 4 --stream 2"),
-]
+PHASES = [("calm", 0), ("neighbour 25 %", 25), ("neighbour 50 %", 50), ("neighbour 75 %", 75)]
 
 
 def sh(*argv):
@@ -40,12 +41,25 @@ def set_quota(percent):
     sh("systemctl", "set-property", "--runtime", UNIT, "CPUQuota=%d%%" % percent)
 
 
-def neighbour(args):
-    sh("systemctl", "stop", "bench-neighbour.service")
-    sh("systemctl", "reset-failed", "bench-neighbour.service")
-    if args:
-        sh("systemd-run", "--unit=bench-neighbour.service", "--slice=system.slice", "/usr/bin/stress-ng",
-           *args.split(), "--quiet")
+def unit_procs():
+    return "/sys/fs/cgroup%s/cgroup.procs" % sh("systemctl", "show", "--property=ControlGroup", "--value", UNIT)
+
+
+def neighbour(load, running):
+    """Stop the running neighbour; start one at load % of a CPU inside the service's cgroup."""
+    if running is not None:
+        os.killpg(running.pid, signal.SIGTERM)
+        running.wait()
+    if not load:
+        return None
+    procs = unit_procs()
+
+    def join_the_service():
+        os.setsid()
+        with open(procs, "w", encoding="ascii") as handle:
+            handle.write(str(os.getpid()))
+    return subprocess.Popen(["/usr/bin/stress-ng", "--cpu", "1", "--cpu-load", str(load), "--quiet"],
+                            preexec_fn=join_the_service)
 
 
 def run_phase(seconds):
@@ -60,21 +74,20 @@ def run_phase(seconds):
 
 
 def walk(mode, seconds):
-    phases = []
-    for label, args in PHASES:
-        neighbour(args)
+    phases, running = [], None
+    for label, load in PHASES:
+        running = neighbour(load, running)
         time.sleep(2)
         result = run_phase(seconds)
         result.update(phase=label, mode=mode)
         phases.append(result)
-    neighbour(None)
+    neighbour(0, running)
     return phases
 
 
 def main():
     seconds, repeats = int(sys.argv[1]), int(sys.argv[2])
     sh("systemctl", "stop", GOVERNOR)
-    subprocess.run(["systemctl", "stop", "bench-neighbour.service"], check=False)
     configured = round(float(quota().rstrip("ms")) / 10)  # e.g. "400ms" a second = 40 %
     set_quota(configured)
     stream_probe.measure(PORT, TOKENS)  # warm-up

@@ -10,7 +10,8 @@ def test_values_equal_the_pre_converge_snapshot(host):
         before = json.loads(host.file("/root/pre-converge-snapshot.json").content_string)
         now = host.check_output(
             "cat /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/defrag "
-            "/proc/sys/kernel/perf_event_paranoid /proc/sys/kernel/sched_rt_runtime_us /proc/sys/kernel/numa_balancing"
+            "/proc/sys/kernel/perf_event_paranoid /proc/sys/kernel/sched_rt_runtime_us /proc/sys/kernel/numa_balancing "
+            "/proc/irq/default_smp_affinity"
         ).splitlines()
         slices = host.check_output("systemctl show --property=AllowedCPUs --value system.slice user.slice").splitlines()
     assert now + slices == before
@@ -23,6 +24,8 @@ def test_values_equal_the_pre_converge_snapshot(host):
     "/etc/systemd/system/system.slice.d/50-cpuinfer-housekeeping.conf",
     "/etc/systemd/system/user.slice.d/50-cpuinfer-housekeeping.conf",
     "/var/lib/cpuinfer/host_tuning_original.json",
+    "/etc/systemd/system/cpuinfer-irq-affinity.service",
+    "/usr/local/libexec/cpuinfer-irq-affinity.py",
 ])
 def test_drop_ins_and_record_are_gone(host, path):
     assert not host.file(path).exists
