@@ -15,7 +15,7 @@ description:
   - Sets C(/proc/irq/N/smp_affinity_list) of every IRQ to O(cpus), and with O(default=true) also
     C(/proc/irq/default_smp_affinity), which IRQs allocated later start with. Interrupt handling then
     stays off the CPUs that run inference.
-  - Some IRQs cannot be moved (per-CPU timers, kernel-managed queue IRQs of NVMe or virtio): the kernel
+  - Some IRQs cannot be moved (per-CPU timers, kernel-managed queue IRQs of NVMe or virtio), the kernel
     refuses with EIO or EINVAL. They are reported in RV(unmovable) and are not an error. In check mode
     an IRQ that would move is probed by writing its current affinity back (no change) to tell the two
     apart, so check mode and a real run report the same.

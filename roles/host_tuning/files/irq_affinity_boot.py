@@ -13,7 +13,7 @@ import sys
 def cpus_of(cpulist):
     cpus = set()
     for part in cpulist.split(","):
-        low, _, high = part.partition("-")
+        low, dummy_dash, high = part.partition("-")
         cpus.update(range(int(low), int(high or low) + 1))
     return cpus
 
