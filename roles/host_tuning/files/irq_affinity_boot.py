@@ -27,6 +27,10 @@ def mask_of(cpus):
 
 def main():
     cpulist = sys.argv[1]
+    # the default first: an IRQ allocated from here on starts on the right CPUs, one allocated
+    # before is in the list below
+    with open("/proc/irq/default_smp_affinity", "w", encoding="ascii") as handle:
+        handle.write(mask_of(cpus_of(cpulist)))
     unmovable = 0
     for path in sorted(glob.glob("/proc/irq/*/smp_affinity_list")):
         try:
@@ -36,8 +40,6 @@ def main():
             if exc.errno not in (errno.EIO, errno.EINVAL):
                 raise
             unmovable += 1
-    with open("/proc/irq/default_smp_affinity", "w", encoding="ascii") as handle:
-        handle.write(mask_of(cpus_of(cpulist)))
     sys.stderr.write("IRQs on CPUs %s (%d could not be moved)\n" % (cpulist, unmovable))
 
 
