@@ -63,11 +63,6 @@ def parse_quota(text):
     return int(round(float(match.group(1)) * _USEC[match.group(2)] / 10000.0))
 
 
-def percentile(values, fraction):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
-
-
 class Systemd:
     """The unit's quota through systemd, so systemd's view and cpu.max never disagree."""
 
@@ -104,7 +99,7 @@ class Governor:
         now = self.clock()
         if now - self.last_change < self.config["min_change_interval_seconds"]:
             return None
-        p99 = percentile(self.gaps, 0.99)
+        p99 = stream_probe.percentile(self.gaps, 0.99)
         self.last_p99 = p99
         new, reason = decide(p99, self.config["slo_p99_ms"], self.quota, self.config["quota_min_percent"],
                              self.config["quota_max_percent"])
