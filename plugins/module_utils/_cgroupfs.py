@@ -238,6 +238,9 @@ def unit_group(root, unit):
 def unit_pids(root, unit):
     """Processes of a systemd unit: those in its cgroup and below, found in the cgroup2 tree."""
     group = unit_group(root, unit)
-    if group is None:
-        return []
+    return [] if group is None else group_pids(root, group)
+
+
+def group_pids(root, group):
+    """Processes in a group and every group below it, ascending."""
     return sorted(pid for pids in processes_below(root, group).values() for pid in pids)

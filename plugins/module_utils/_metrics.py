@@ -138,7 +138,7 @@ class UnitMetrics:
         for event in MEMORY_EVENTS:
             if event in events:
                 self.memory_events.add(dict(labels, event=event), events[event])
-        pids = sorted(pid for pids in _cgroupfs.processes_below(root, group).values() for pid in pids)
+        pids = _cgroupfs.group_pids(root, group)
         self.run_delay.add(labels, _sched.run_delay_ns(root, pids) / 1e9)
         self.threads.add(labels, sum(len(_sched.threads_of(root, pid, "all")) for pid in pids))
         if resctrl_group:
