@@ -20,8 +20,9 @@ description:
     an IRQ that would move is probed by writing its current affinity back (no change) to tell the two
     apart, so check mode and a real run report the same.
   - Any other refusal undoes every affinity this run wrote.
-  - Only the running kernel is changed; the host_tuning role re-applies the list at every boot
-    (C(cpuinfer-irq-affinity.service)) and tells irqbalance, where it runs, to keep off the other CPUs.
+  - Only the running kernel is changed, once. Drivers may give their IRQs other CPUs later (at boot,
+    when a device reopens); the host_tuning role keeps them confined with C(cpuinfer-irq-affinity.service)
+    and tells irqbalance, where it runs, to keep off the other CPUs.
 author: cpuinfer.llm maintainers (@cpuinfer)
 options:
   cpus:
@@ -32,6 +33,15 @@ options:
     description: Also set C(/proc/irq/default_smp_affinity) for IRQs that appear later.
     type: bool
     default: true
+  match:
+    description:
+      - V(exact) sets every IRQ to exactly O(cpus).
+      - V(within) leaves alone an IRQ already on some of O(cpus) and moves only those that may run
+        elsewhere. Use it where irqbalance spreads IRQs over the allowed CPUs, so the two never undo
+        each other's work. The default mask is always set exactly.
+    type: str
+    choices: [exact, within]
+    default: exact
 extends_documentation_fragment:
   - cpuinfer.llm.kernel
 """
@@ -40,6 +50,11 @@ EXAMPLES = r"""
 - name: Interrupts on the housekeeping core only
   cpuinfer.llm.irq_affinity:
     cpus: "{{ host_tuning_cpu_plan.housekeeping }}"
+
+- name: Interrupts off the inference CPUs, irqbalance free to spread them over the rest
+  cpuinfer.llm.irq_affinity:
+    cpus: "{{ host_tuning_cpu_plan.housekeeping }}"
+    match: within
 """
 
 RETURN = r"""
@@ -76,6 +91,7 @@ from ansible_collections.cpuinfer.llm.plugins.module_utils._apply import render_
 ARGUMENT_SPEC = dict(
     cpus=dict(type="str", required=True),
     default=dict(type="bool", default=True),
+    match=dict(type="str", choices=["exact", "within"], default="exact"),
     root=dict(type="path", default="/"),
 )
 
@@ -109,11 +125,17 @@ def main():
         module.fail_json(msg="cpus %s are not online (online: %s); nothing written" % (
             _cpulist.format_cpulist(wanted - online), _cpulist.format_cpulist(online)))
     wanted_text = _cpulist.format_cpulist(wanted)
+    within = module.params["match"] == "within"
+
+    def in_place(current_text):
+        if within:
+            return _cpulist.parse_cpulist(current_text) <= wanted
+        return current_text == wanted_text
 
     after, moved, unmovable = dict(before), [], []
     undo = _knobs.UndoLog(root)
     for key in sorted((k for k in before if k != "default"), key=int):
-        if before[key] == wanted_text:
+        if in_place(before[key]):
             continue
         relative = _irq.affinity_relative(int(key))
         try:

@@ -96,3 +96,20 @@ def test_masks_round_trip():
     assert _irq.parse_mask("00000000,00000003") == {0, 1}
     assert _irq.format_mask({0, 1, 33}, 64) == "00000002,00000003"
     assert _irq.parse_mask(_irq.format_mask({5, 40}, 64)) == {5, 40}
+
+
+def test_within_leaves_irqs_already_inside_the_cpus(tmp_path, kernel, run_module):
+    # irqbalance narrowed IRQ 25 to CPU 2 and 26 to CPU 0, both inside 0-2: only 24 (0-3) moves
+    failed, result = run_module(irq_affinity, {"cpus": "0-2", "match": "within", "root": str(tmp_path)})
+    assert not failed, result
+    assert result["moved"] == [24]
+    assert affinity(tmp_path, 24) == "0-2" and affinity(tmp_path, 25) == "2" and affinity(tmp_path, 26) == "0"
+    failed, again = run_module(irq_affinity, {"cpus": "0-2", "match": "within", "root": str(tmp_path)})
+    assert not failed and not again["changed"], again
+
+
+def test_exact_spreads_narrowed_irqs_again(tmp_path, kernel, run_module):
+    failed, result = run_module(irq_affinity, {"cpus": "0-3", "root": str(tmp_path)})
+    assert not failed, result
+    assert result["moved"] == [25, 26]
+    assert affinity(tmp_path, 25) == "0-3" and affinity(tmp_path, 26) == "0-3"
