@@ -138,9 +138,9 @@ class UnitMetrics:
         for event in MEMORY_EVENTS:
             if event in events:
                 self.memory_events.add(dict(labels, event=event), events[event])
-        pids = _cgroupfs.group_pids(root, group)
-        self.run_delay.add(labels, _sched.run_delay_ns(root, pids) / 1e9)
-        self.threads.add(labels, sum(len(_sched.threads_of(root, pid, "all")) for pid in pids))
+        delay_ns, threads = _sched.run_delay(root, _cgroupfs.group_pids(root, group))
+        self.run_delay.add(labels, delay_ns / 1e9)
+        self.threads.add(labels, threads)
         if resctrl_group:
             readings = _resctrl.mon_readings(root, resctrl_group)
             if "llc_occupancy" in readings:

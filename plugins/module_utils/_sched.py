@@ -133,12 +133,13 @@ def pids_named(root, name):
     return sorted(found)
 
 
-def run_delay_ns(root, pids):
-    """Time the threads of these processes spent runnable but waiting for a CPU (ns), summed.
+def run_delay(root, pids):
+    """(ns, threads): time the live threads of these processes spent runnable but waiting for a
+    CPU, summed, and how many threads were read.
 
     /proc/PID/task/TID/schedstat is 'on-CPU ns, run-delay ns, timeslices'. Threads that exited
     take their delay with them, so the sum can fall; it is a gauge of the live threads' delay."""
-    total = 0
+    total = threads = 0
     for pid in pids:
         for tid in threads_of(root, pid, "all"):
             relative = "/proc/%d/task/%d/schedstat" % (pid, tid)
@@ -148,4 +149,5 @@ def run_delay_ns(root, pids):
                 continue  # the thread exited between listing and reading
             if len(fields) >= 2 and fields[1].isdigit():
                 total += int(fields[1])
-    return total
+                threads += 1
+    return total, threads
