@@ -7,7 +7,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from . import accel, image, topology, vm
+from . import accel, image, preflight, topology, vm
 
 
 def _log(message: str) -> None:
@@ -124,8 +124,13 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+NEEDS_TOOLS = ("image", "up")
+
+
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    if args.command in NEEDS_TOOLS and not preflight.check(_log):
+        return 1
     try:
         return args.func(args)
     except (vm.LabError, ValueError, RuntimeError, subprocess.CalledProcessError) as exc:

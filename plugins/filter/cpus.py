@@ -9,17 +9,27 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import CpuListError, format_cpulist, parse_cpulist
+from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_decimal
+
+
+def whole_number(value, what):
+    """What an argument spec of type int accepts, as an int: a number, or its text as '-e NAME=2'
+    gives it (extra vars from the command line are strings)."""
+    if isinstance(value, bool) or not (isinstance(value, int) or is_decimal(str(value).strip())):
+        raise AnsibleFilterError("%s must be a whole number, not %r" % (what, value))
+    return int(str(value).strip())
 
 
 def inference_threads(core_cpus, allowed_cpus="", cpu_quota=0):
+    quota = whole_number(cpu_quota or 0, "inference_threads: cpu_quota")
     try:
         cores = [parse_cpulist(core) for core in core_cpus]
         allowed = parse_cpulist(allowed_cpus) if allowed_cpus else set().union(*cores) if cores else set()
     except CpuListError as exc:
         raise AnsibleFilterError("inference_threads: %s" % exc)
     owned = sum(1 for core in cores if core & allowed)
-    if cpu_quota:
-        owned = min(owned, -(-int(cpu_quota) // 100))
+    if quota:
+        owned = min(owned, -(-quota // 100))
     return max(owned, 1)
 
 
@@ -30,6 +40,9 @@ def cpu_plan(facts, housekeeping_cores=1):
     per NUMA node and per L3 domain so an instance can stay inside one node or one L3 (Kunpeng
     dies, Xeon sockets). A host with no more cores than housekeeping needs is not split.
     """
+    housekeeping_cores = whole_number(housekeeping_cores, "cpu_plan: housekeeping_cores")
+    if housekeeping_cores < 1:
+        raise AnsibleFilterError("cpu_plan: housekeeping_cores must be at least 1, not %d" % housekeeping_cores)
     try:
         cores = sorted((parse_cpulist(c) for c in facts["core_cpus"]), key=min)
         nodes = [(n["id"], parse_cpulist(n["cpus"])) for n in facts["numa_nodes"]]

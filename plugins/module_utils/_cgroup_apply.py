@@ -1,15 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: cpuinfer.llm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Carry out a cgroup plan step by step; on the first refused step undo every earlier one."""
+"""The steps of a cgroup plan, each with how to take it back (the runner's journal carries them out)."""
 
 from __future__ import absolute_import, division, print_function
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs
-from ansible_collections.cpuinfer.llm.plugins.module_utils._apply import Step
-from ansible_collections.cpuinfer.llm.plugins.module_utils._apply import run_steps as run_generic
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _knobs
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import KnobError, read_knob
+from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Step
 
 __metaclass__ = type
 
@@ -49,7 +48,3 @@ def move_process(root, group, pid, origin):
     return Step("move %d into %s" % (pid, group),
                 lambda: _knobs.write_knob(root, _cgroupfs.file_relative(group, "cgroup.procs"), str(pid)),
                 lambda: _knobs.write_knob(root, _cgroupfs.file_relative(origin, "cgroup.procs"), str(pid)))
-
-
-def run_steps(steps):
-    run_generic(steps, (KnobError, _cgroupfs.CgroupError))

@@ -9,10 +9,11 @@ from __future__ import absolute_import, division, print_function
 import os
 import re
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _topology
+from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_decimal
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _sched, _topology
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import CpuListError, format_cpulist, parse_cpulist
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_exists
-from ansible_collections.cpuinfer.llm.plugins.module_utils._sizes import SizeError, UNLIMITED, parse_size, size_le
+from ansible_collections.cpuinfer.llm.plugins.module_utils._sizes import SizeError, UNLIMITED, format_size, parse_size, size_le
 
 __metaclass__ = type
 
@@ -27,7 +28,11 @@ CONTROLLER_OF = {
     "cpuset_partition": "cpuset", "pids_max": "pids",
 }
 IO_MAX_KEYS = ("rbps", "wbps", "riops", "wiops")
-_DEVICE = re.compile(r"^\d+:\d+$")
+# Below this no process runs: memory.high/max under it is an instant reclaim storm or OOM kill, almost
+# always a size written without its unit ("512" is 512 bytes)
+MEMORY_LIMIT_FLOOR = 16 << 20
+LIMIT_OPTIONS = ("memory_high", "memory_max")
+_DEVICE = re.compile(r"^[0-9]+:[0-9]+\Z")
 DEFAULT_CPU_PERIOD = 100000
 
 
@@ -69,7 +74,10 @@ class HostView:
         return knob_exists(self.root, "/sys/dev/block/" + device)
 
     def pid_exists(self, pid):
-        return knob_exists(self.root, "/proc/%d/stat" % pid)
+        return _sched.pid_exists(self.root, pid)
+
+    def is_kernel_thread(self, pid):
+        return _sched.is_kernel_thread(self.root, pid)
 
     def available_controllers(self, group=""):
         return set(_cgroupfs.available_controllers(self.root, group))
@@ -83,7 +91,7 @@ def _check_cpu_max(value, problems):
     fields = str(value).split()
     if len(fields) == 1 and fields[0] == "max":
         return "max", None
-    if len(fields) != 2 or not fields[1].isdigit() or not (fields[0] == "max" or fields[0].isdigit()):
+    if len(fields) != 2 or not is_decimal(fields[1]) or not (fields[0] == "max" or is_decimal(fields[0])):
         problems.append("cpu_max %r is malformed: use 'max', 'QUOTA PERIOD' or 'max PERIOD' in microseconds" % (value,))
         return None
     quota, period = fields[0], int(fields[1])
@@ -103,6 +111,11 @@ def _sizes(params, problems, page):
             value = parse_size(params[option])
         except SizeError as exc:
             problems.append("%s: %s" % (option, exc))
+            continue
+        if option in LIMIT_OPTIONS and value != UNLIMITED and value < MEMORY_LIMIT_FLOOR:
+            hint = "write the size with its unit, such as %sM" % value if value else "for no limit write 'max'"
+            problems.append("%s %r is %d bytes, below the %s no process can run in (an instant OOM); %s"
+                            % (option, params[option], value, format_size(MEMORY_LIMIT_FLOOR), hint))
             continue
         sizes[option] = value if value == UNLIMITED else value - value % page  # the kernel rounds down too
     order = [name for name in ("memory_min", "memory_low", "memory_high", "memory_max") if name in sizes]
@@ -136,36 +149,65 @@ def _cpuset(params, key, host, group, problems):
     return format_cpulist(wanted)
 
 
-def _io(params, host, problems):
+def _io_weights(params, host, problems):
     settings = []
     for device, weight in sorted((params.get("io_weight") or {}).items()):
         if device != "default" and not _DEVICE.match(device):
             problems.append("io_weight key %r must be 'default' or MAJ:MIN" % device)
         elif device != "default" and not host.block_device_exists(device):
             problems.append("io_weight: no block device %s on this host" % device)
-        elif not isinstance(weight, int) or not 1 <= weight <= 10000:
+        elif isinstance(weight, bool) or not (isinstance(weight, int) or is_decimal(str(weight).strip())) \
+                or not 1 <= int(str(weight).strip()) <= 10000:
             problems.append("io_weight[%s] must be an integer in 1..10000, not %r" % (device, weight))
         else:
-            settings.append(Setting("io.weight", str(weight), key=device))
+            settings.append(Setting("io.weight", str(int(str(weight).strip())), key=device))
+    return settings
+
+
+def _io_limit(device, name, value, problems):
+    """One io.max value in the kernel's form: bytes for *bps, a count for *iops, or 'max'."""
+    if value == UNLIMITED:
+        return UNLIMITED
+    if isinstance(value, bool):
+        problems.append("io_max[%s].%s must be a number or 'max', not %r" % (device, name, value))
+        return None
+    if name.endswith("bps"):
+        try:
+            parsed = parse_size(value)
+        except SizeError as exc:
+            problems.append("io_max[%s].%s: %s" % (device, name, exc))
+            return None
+    else:
+        text = str(value).strip()
+        if not is_decimal(text):
+            problems.append("io_max[%s].%s must be a whole number of operations per second or 'max', not %r"
+                            % (device, name, value))
+            return None
+        parsed = int(text)
+    if parsed == 0:
+        problems.append("io_max[%s].%s is 0: the kernel would stop all %s on the device; use a positive "
+                        "rate or 'max'" % (device, name, "reads" if name[0] == "r" else "writes"))
+        return None
+    return parsed
+
+
+def _io_limits(params, host, problems):
+    settings = []
     for device, limits in sorted((params.get("io_max") or {}).items()):
         if not _DEVICE.match(device) or not host.block_device_exists(device):
             problems.append("io_max: %r is not a block device of this host (MAJ:MIN)" % device)
             continue
-        unknown = set(limits or {}) - set(IO_MAX_KEYS)
-        if unknown or not isinstance(limits, dict):
-            problems.append("io_max[%s] takes only %s" % (device, ", ".join(IO_MAX_KEYS)))
+        if not isinstance(limits, dict) or set(limits) - set(IO_MAX_KEYS):
+            problems.append("io_max[%s] must be a dict of %s, not %r" % (device, ", ".join(IO_MAX_KEYS), limits))
             continue
-        line = []
-        for name in IO_MAX_KEYS:
-            value = limits.get(name, UNLIMITED)
-            try:
-                value = parse_size(value) if name.endswith("bps") else (UNLIMITED if value == UNLIMITED else int(value))
-            except (SizeError, ValueError):
-                problems.append("io_max[%s].%s: %r is not a number or 'max'" % (device, name, value))
-                value = UNLIMITED
-            line.append("%s=%s" % (name, value))
-        settings.append(Setting("io.max", " ".join(line), key=device))
+        line = [(name, _io_limit(device, name, limits.get(name, UNLIMITED), problems)) for name in IO_MAX_KEYS]
+        if all(value is not None for dummy, value in line):
+            settings.append(Setting("io.max", " ".join("%s=%s" % pair for pair in line), key=device))
     return settings
+
+
+def _io(params, host, problems):
+    return _io_weights(params, host, problems) + _io_limits(params, host, problems)
 
 
 def build(params, host):
@@ -204,13 +246,19 @@ def build(params, host):
         settings.append(Setting("cpuset.cpus.partition", params["cpuset_partition"]))
     pids_max = params.get("pids_max")
     if pids_max is not None:
-        if str(pids_max) == "max" or (str(pids_max).isdigit()):
+        if str(pids_max) == "max" or is_decimal(str(pids_max)):
             settings.append(Setting("pids.max", str(pids_max)))
         else:
             problems.append("pids_max must be a non-negative integer or 'max', not %r" % (pids_max,))
+    system = []
     for pid in params.get("procs") or []:
-        if not host.pid_exists(pid):
+        if pid <= 0 or not host.pid_exists(pid):
             problems.append("procs: no process %d on this host" % pid)
+        elif pid == 1 or host.is_kernel_thread(pid):
+            system.append(pid)
+    if system and not params.get("allow_system_processes"):
+        problems.append("procs: %s are PID 1 or kernel threads, which must stay in the root group; set "
+                        "allow_system_processes=true if you mean it" % ", ".join(str(pid) for pid in system))
     controllers = set(params.get("controllers") or [])
     controllers.update(CONTROLLER_OF[option] for option in CONTROLLER_OF if params.get(option) not in (None, {}, []))
     unavailable = controllers - host.available_controllers()

@@ -7,6 +7,8 @@ from __future__ import absolute_import, division, print_function
 
 import os
 
+from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_signed_decimal
+from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_exists, knob_path, read_knob
 
 __metaclass__ = type
@@ -46,7 +48,7 @@ def available_controllers(root, group=""):
     return sorted(read_knob(root, relative).split())
 
 
-class CgroupError(Exception):
+class CgroupError(HostError):
     """A path or value the cgroup filesystem would refuse, or a refused write."""
 
 
@@ -131,7 +133,7 @@ def parse_flat_keyed(text):
     for line in (text or "").splitlines():
         fields = line.split()
         if len(fields) == 2:
-            values[fields[0]] = int(fields[1]) if fields[1].lstrip("-").isdigit() else fields[1]
+            values[fields[0]] = int(fields[1]) if is_signed_decimal(fields[1]) else fields[1]
     return values
 
 

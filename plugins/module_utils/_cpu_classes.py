@@ -46,17 +46,40 @@ def _first(per_cpu, key, common):
     return common.get(key)
 
 
+X86_VENDORS = ("GenuineIntel", "AuthenticAMD", "HygonGenuine", "CentaurHauls", "Shanghai")
+BUILD_ARCHES = ("x86_64", "aarch64")  # the CPU architectures llama.cpp classes exist for
+
+
+def detect_arch(common, per_cpu):
+    """x86_64 or aarch64 from what /proc/cpuinfo shows, else 'other' (ppc64le, riscv64, s390x,
+    an empty file): those hosts get no build class rather than another architecture's flags."""
+    vendor = _first(per_cpu, "vendor_id", common)
+    if vendor in X86_VENDORS and _first(per_cpu, "flags", common) is not None:
+        return "x86_64"
+    if _first(per_cpu, "CPU implementer", common) is not None and _first(per_cpu, "Features", common) is not None:
+        return "aarch64"
+    return "other"
+
+
+def _hex_id(text):
+    try:
+        return int(text, 16)
+    except (TypeError, ValueError):
+        return None
+
+
 def arm_ids(common, per_cpu, midr_value):
     """(implementer, part) from MIDR_EL1 when exposed, else from /proc/cpuinfo."""
     if midr_value is not None:
         return (midr_value >> 24) & 0xFF, (midr_value >> 4) & 0xFFF
-    implementer = _first(per_cpu, "CPU implementer", common)
-    part = _first(per_cpu, "CPU part", common)
-    return (int(implementer, 16) if implementer else None), (int(part, 16) if part else None)
+    return _hex_id(_first(per_cpu, "CPU implementer", common)), _hex_id(_first(per_cpu, "CPU part", common))
 
 
 def identify(arch, common, per_cpu, midr_value):
     """{platform, vendor, model_name, flags(set of raw words)}."""
+    if arch not in BUILD_ARCHES:
+        model = _first(per_cpu, "model name", common) or _first(per_cpu, "cpu", common) or "unknown"
+        return {"platform": "other", "vendor": "unknown", "model_name": model, "flags": set()}
     if arch == "x86_64":
         vendor = _first(per_cpu, "vendor_id", common) or "unknown"
         model = _first(per_cpu, "model name", common) or "unknown"
@@ -79,6 +102,8 @@ def identify(arch, common, per_cpu, midr_value):
 
 
 def normalised_isa(arch, flags):
+    if arch not in BUILD_ARCHES:
+        return []
     table = X86_ISA if arch == "x86_64" else ARM_ISA
     return sorted(set(table[word] for word in flags if word in table))
 
@@ -125,7 +150,10 @@ def _arm_arch(platform, isa):
 
 
 def llama_build(arch, platform, isa):
-    """(build_class, cmake_args): one portable llama.cpp build per class, never -march=native."""
+    """(build_class, cmake_args): one portable llama.cpp build per class, never -march=native;
+    (None, []) for an architecture without classes."""
+    if arch not in BUILD_ARCHES:
+        return None, []
     if arch == "x86_64":
         level, args = _x86_args(isa)
     else:

@@ -5,10 +5,13 @@
 
 from __future__ import absolute_import, division, print_function
 
+from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_decimal
+from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
+
 __metaclass__ = type
 
 
-class CpuListError(ValueError):
+class CpuListError(HostError, ValueError):
     """A list such as "3-1" or "a,b" that the kernel would refuse."""
 
 
@@ -21,7 +24,7 @@ def parse_cpulist(text):
     for part in text.split(","):
         part = part.strip()
         bounds = part.split("-")
-        if len(bounds) > 2 or not all(b.isdigit() for b in bounds):
+        if len(bounds) > 2 or not all(is_decimal(b) for b in bounds):
             raise CpuListError("malformed CPU list element %r in %r" % (part, text))
         low, high = int(bounds[0]), int(bounds[-1])
         if low > high:

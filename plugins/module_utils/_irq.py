@@ -14,7 +14,9 @@ from __future__ import absolute_import, division, print_function
 import errno
 import os
 
+from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_decimal
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cpulist
+from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_exists, knob_path, read_knob
 
 __metaclass__ = type
@@ -22,6 +24,10 @@ __metaclass__ = type
 IRQ_DIR = "/proc/irq"
 DEFAULT_MASK = IRQ_DIR + "/default_smp_affinity"
 UNMOVABLE_ERRNOS = (errno.EIO, errno.EINVAL)
+DEBUGFS_IRQS = "/sys/kernel/debug/irq/irqs"
+SYSFS_IRQS = "/sys/kernel/irq"
+# IRQs the kernel refused to move in a real run, so that check mode can predict them without writing
+UNMOVABLE_RECORD = "/var/lib/cpuinfer/irq-unmovable"
 
 
 def irqs(root):
@@ -29,7 +35,7 @@ def irqs(root):
     base = knob_path(root, IRQ_DIR)
     if not os.path.isdir(base):
         return []
-    return sorted(int(n) for n in os.listdir(base) if n.isdigit() and knob_exists(root, affinity_relative(int(n))))
+    return sorted(int(n) for n in os.listdir(base) if is_decimal(n) and knob_exists(root, affinity_relative(int(n))))
 
 
 def affinity_relative(irq):
@@ -59,3 +65,34 @@ def read_default(root):
 
 def is_unmovable(knob_error):
     return getattr(knob_error, "errno", None) in UNMOVABLE_ERRNOS
+
+
+def identity(root, irq):
+    """What an IRQ serves (its handlers, /sys/kernel/irq/N/actions): a record of an earlier refusal
+    applies only while the same IRQ number still serves the same handlers."""
+    relative = "%s/%d/actions" % (SYSFS_IRQS, irq)
+    return read_knob(root, relative) if knob_exists(root, relative) else ""
+
+
+def managed_by_kernel(root, irq):
+    """True when debugfs shows IRQD_AFFINITY_MANAGED (NVMe, virtio queue vectors), False when it
+    shows the IRQ without it, None when debugfs is not mounted or readable."""
+    relative = "%s/%d" % (DEBUGFS_IRQS, irq)
+    try:
+        return "IRQD_AFFINITY_MANAGED" in read_knob(root, relative)
+    except HostError:
+        return None
+
+
+def parse_record(text):
+    """'25 virtio0-input.0' lines -> {25: 'virtio0-input.0'}; lines this module did not write are skipped."""
+    record = {}
+    for line in (text or "").splitlines():
+        number, dummy, actions = line.partition(" ")
+        if is_decimal(number):
+            record[int(number)] = actions
+    return record
+
+
+def render_record(record, header):
+    return header + "".join("%d %s\n" % (irq, record[irq]) for irq in sorted(record))

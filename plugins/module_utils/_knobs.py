@@ -12,12 +12,14 @@ import errno
 import os
 import re
 
+from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
+
 __metaclass__ = type
 
 _BRACKETED = re.compile(r"\[([^\]]+)\]")
 
 
-class KnobError(Exception):
+class KnobError(HostError):
     """A knob could not be read or written; the message names the file and the kernel's reason,
     errno keeps the kernel's error number (None when there was none)."""
 
@@ -71,31 +73,3 @@ def parse_selection(text):
     selected = _BRACKETED.search(text)
     choices = [word.strip("[]") for word in text.split()]
     return (selected.group(1) if selected else None), choices
-
-
-class UndoLog:
-    """Records each knob's previous value before it is written; rollback() puts them back."""
-
-    def __init__(self, root):
-        self.root = root
-        self._entries = []
-
-    def write(self, relative, value, previous):
-        # recorded only once written: a knob write the kernel refused changed nothing
-        write_knob(self.root, relative, value)
-        self._entries.append((relative, previous))
-
-    @property
-    def written(self):
-        return [relative for relative, dummy in self._entries]
-
-    def rollback(self):
-        """Undo in reverse order; returns the list of (path, error) that could not be restored."""
-        failures = []
-        while self._entries:
-            relative, previous = self._entries.pop()
-            try:
-                write_knob(self.root, relative, previous)
-            except KnobError as exc:
-                failures.append((relative, str(exc)))
-        return failures

@@ -18,6 +18,7 @@ import os
 import platform
 import struct
 
+from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cpulist
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_path, read_knob
 
@@ -38,7 +39,7 @@ _REASONS = {
 }
 
 
-class PerfError(Exception):
+class PerfError(HostError):
     """Counters cannot be opened; the message is the reason to report."""
 
 

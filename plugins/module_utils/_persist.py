@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 import os
 import tempfile
 
+from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_path
 
 __metaclass__ = type
@@ -15,8 +16,20 @@ __metaclass__ = type
 MANAGED_HEADER = "# Managed by cpuinfer.llm ({module}); local edits are overwritten.\n"
 
 
-class PersistError(Exception):
+class PersistError(HostError):
     """A persistence file could not be written or removed."""
+
+
+def applied_at_boot_warning(root, relative, applier):
+    """None on a host booted by systemd; else a warning that nothing applies the drop-in at boot.
+
+    /run/systemd/system exists exactly when systemd is PID 1 (sd_booted(3)); without it
+    systemd-tmpfiles and systemd-sysctl do not run at boot."""
+    if os.path.isdir(knob_path(root, "/run/systemd/system")):
+        return None
+    return ("this host does not run systemd as PID 1 (no /run/systemd/system): %s is written, but nothing "
+            "applies it at boot here (%s runs only under systemd); apply the values from this host's init "
+            "system, or the running values are lost at the next reboot" % (relative, applier))
 
 
 def read_file(root, relative):

@@ -1,15 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: cpuinfer.llm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Write a checked rdt_cat plan into resctrl: group, schemata lines, cpus, tasks, monitor groups.
-Each schemata write is followed by info/last_cmd_status; a refusal undoes the run."""
+"""The steps of a checked rdt_cat plan: group, schemata lines, cpus, tasks, monitor groups.
+Each schemata write is followed by info/last_cmd_status; the runner's journal undoes a refused run."""
 
 from __future__ import absolute_import, division, print_function
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _knobs
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _resctrl as resctrl
-from ansible_collections.cpuinfer.llm.plugins.module_utils._apply import ApplyError, Step, run_steps
 from ansible_collections.cpuinfer.llm.plugins.module_utils._rdt_plan import normalised
+from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Step
 
 __metaclass__ = type
 
@@ -75,12 +75,7 @@ class ResctrlWriter:
                                       (lambda p=pid: self._write(resctrl.group_relative(name, "tasks"), str(p)))))
         return steps
 
-    @staticmethod
-    def run(steps):
-        try:
-            run_steps(steps, (_knobs.KnobError, resctrl.ResctrlError))
-        except ApplyError as exc:
-            raise resctrl.ResctrlError(exc.describe())
-
-    def remove_group(self, name):
-        resctrl.remove_group(self.root, name)
+    def remove_step(self, name):
+        """Removing a group moves its tasks back; the schemata it had cannot be put back by undo."""
+        return Step("remove group %s" % name, lambda: resctrl.remove_group(self.root, name),
+                    lambda: resctrl.make_group(self.root, name))

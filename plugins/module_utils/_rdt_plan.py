@@ -6,11 +6,15 @@ Pure functions; nothing here writes."""
 
 from __future__ import absolute_import, division, print_function
 
+import re
+
+from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_decimal
 from ansible_collections.cpuinfer.llm.plugins.module_utils._resctrl import CACHE_RESOURCES, MB_RESOURCE
 
 __metaclass__ = type
 
 INTEL_MB_MAX = 100
+_HEX_MASK = re.compile(r"(0[xX])?[0-9a-fA-F]+\Z")
 
 
 def _contiguous(mask):
@@ -28,11 +32,15 @@ def _bit_usage(info_entry, domain):
 
 def check_cache(resource, domain, text, entry, problems, warnings):
     """Canonical mask text ('f00') or None."""
-    try:
-        mask = int(str(text), 16)
-    except ValueError:
+    if isinstance(text, int) and not isinstance(text, bool):
+        # YAML reads an unquoted 0xff as the integer 255: taken as text it would be the mask 0x255
+        problems.append("%s domain %s: %r is a number, not a hex mask; quote the mask (0xff unquoted is 255 to YAML)"
+                        % (resource, domain, text))
+        return None
+    if not isinstance(text, str) or not _HEX_MASK.match(text.strip()):
         problems.append("%s domain %s: %r is not a hex mask" % (resource, domain, text))
         return None
+    mask = int(text.strip(), 16)
     full = entry.get("cbm_mask", 0)
     label = "%s domain %s mask %x" % (resource, domain, mask)
     if mask & ~full:
@@ -56,11 +64,10 @@ def check_cache(resource, domain, text, entry, problems, warnings):
 
 
 def check_mb(domain, text, entry, amd_max, mba_mbps, problems):
-    try:
-        value = int(str(text))
-    except ValueError:
-        problems.append("MB domain %s: %r is not a number" % (domain, text))
+    if isinstance(text, bool) or not (isinstance(text, int) or is_decimal(str(text).strip())):
+        problems.append("MB domain %s: %r is not a whole number" % (domain, text))
         return None
+    value = int(str(text).strip())
     if mba_mbps:
         if value < 1:
             problems.append("MB domain %s: %d MB/s must be at least 1 (mounted with mba_MBps)" % (domain, value))
@@ -87,6 +94,9 @@ def wanted_schemata(request, info, default_schemata, current_schemata, amd, mba_
             problems.append("this host does not offer %s (it offers: %s)" % (resource, ", ".join(sorted(default_schemata)) or "nothing"))
             continue
         domains = sorted(default_schemata[resource], key=int)
+        if isinstance(value, (list, tuple)):
+            problems.append("%s: give one value for every domain or a dict of domain to value, not a list" % resource)
+            continue
         given = dict((str(k), v) for k, v in value.items()) if isinstance(value, dict) else dict((d, value) for d in domains)
         unknown = sorted(set(given) - set(domains), key=str)
         if unknown:
@@ -110,6 +120,24 @@ def normalised(resource, line):
     if resource == MB_RESOURCE:
         return dict((d, str(int(v))) for d, v in line.items())
     return dict((d, "%x" % int(v, 16)) for d, v in line.items())
+
+
+def monitor_groups(monitor, problems):
+    """{name: [pids]} from the monitor option, which must map names to lists of process ids."""
+    if not monitor:
+        return {}
+    if not isinstance(monitor, dict):
+        problems.append("monitor must be a dict of monitoring group name to a list of pids, not %r" % (monitor,))
+        return {}
+    groups = {}
+    for name, pids in sorted(monitor.items()):
+        if not name or "/" in name or name in (".", ".."):
+            problems.append("monitor group name %r is not allowed" % (name,))
+        elif not isinstance(pids, list) or not all(is_decimal(str(pid)) and not isinstance(pid, bool) for pid in pids):
+            problems.append("monitor[%s] must be a list of process ids, not %r" % (name, pids))
+        else:
+            groups[name] = [int(str(pid)) for pid in pids]
+    return groups
 
 
 def closids_left(info, group_count):

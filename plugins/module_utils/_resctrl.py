@@ -8,6 +8,8 @@ from __future__ import absolute_import, division, print_function
 import fcntl
 import os
 
+from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_decimal, is_signed_decimal
+from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_exists, knob_path, read_knob
 
 __metaclass__ = type
@@ -38,7 +40,7 @@ RESERVED_NAMES = ("info", "mon_groups", "mon_data")
 MON_EVENTS = ("llc_occupancy", "mbm_total_bytes", "mbm_local_bytes")
 
 
-class ResctrlError(Exception):
+class ResctrlError(HostError):
     """resctrl is absent, or refused a write (with the kernel's last_cmd_status)."""
 
 
@@ -65,7 +67,7 @@ def read_info(root):
             text = read_knob(root, _relative("info", resource, name))
             if name in ("cbm_mask", "shareable_bits"):
                 values[name] = int(text, 16)
-            elif text.lstrip("-").isdigit():
+            elif is_signed_decimal(text):
                 values[name] = int(text)
             else:
                 values[name] = text
@@ -126,7 +128,7 @@ def mon_readings(root, name, mon_group=""):
             relative = _relative(*(parts + ["mon_data", domain, event]))
             if knob_exists(root, relative):
                 text = read_knob(root, relative)
-                if text.isdigit():
+                if is_decimal(text):
                     totals[event] = totals.get(event, 0) + int(text)
     return totals
 

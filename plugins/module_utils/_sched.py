@@ -13,6 +13,8 @@ import os
 import platform
 import re
 
+from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_decimal, is_signed_decimal
+from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import KnobError, knob_exists, knob_path, read_knob
 
@@ -23,13 +25,13 @@ SYSCALL_NUMBERS = {"x86_64": (314, 315), "aarch64": (274, 275)}
 POLICY_NUMBERS = {"other": 0, "fifo": 1, "rr": 2, "batch": 3, "idle": 5, "deadline": 6}
 POLICY_NAMES = dict((number, name) for name, number in POLICY_NUMBERS.items())
 SCHED_FLAG_RESET_ON_FORK = 0x01
-_DURATION = re.compile(r"^\s*(\d+)\s*(ns|us|ms|s)?\s*$")
+_DURATION = re.compile(r"^\s*([0-9]+)\s*(ns|us|ms|s)?\s*$")
 _NS_PER = {None: 1, "ns": 1, "us": 1000, "ms": 1000000, "s": 1000000000}
 
 Attrs = collections.namedtuple("Attrs", "policy priority nice runtime deadline period reset_on_fork")
 
 
-class SchedError(Exception):
+class SchedError(HostError):
     """A request the kernel refused, with why."""
 
 
@@ -73,6 +75,8 @@ def explain(exc, policy):
 class Syscalls:
     """The two system calls; a test passes a fake with the same get/set."""
 
+    can_change = True
+
     def __init__(self, machine=None):
         machine = machine or platform.machine()
         if machine not in SYSCALL_NUMBERS:
@@ -101,6 +105,57 @@ class Syscalls:
             raise OSError(err, os.strerror(err))
 
 
+PF_KTHREAD = 0x00200000  # include/linux/sched.h: the task is a kernel thread
+
+
+def _stat_fields(root, pid, tid=None):
+    """Fields 3.. of /proc/PID[/task/TID]/stat (after the parenthesised comm, which may hold spaces)."""
+    relative = "/proc/%d/stat" % pid if tid is None else "/proc/%d/task/%d/stat" % (pid, tid)
+    text = read_knob(root, relative)
+    return text[text.rfind(")") + 2:].split() if ")" in text else []
+
+
+def is_kernel_thread(root, pid):
+    """PF_KTHREAD in the flags (field 9) of /proc/PID/stat; kthreadd (2) and its children have it."""
+    fields = _stat_fields(root, pid)
+    return pid == 2 or (len(fields) > 6 and is_decimal(fields[6]) and bool(int(fields[6]) & PF_KTHREAD))
+
+
+class ProcfsView:
+    """Threads' policy, real-time priority and nice from a procfs tree under root (fields 41, 40
+    and 19 of /proc/PID/task/TID/stat). With a root other than /, the module reads through this
+    instead of the system calls, which would act on the real processes that happen to carry the
+    same ids; it never changes anything."""
+
+    can_change = False
+
+    def __init__(self, root):
+        self.root = root
+        self._pid_of = {}
+
+    def get(self, tid):
+        pid = self._pid_of.get(tid, tid)
+        try:
+            fields = _stat_fields(self.root, pid, tid)
+        except KnobError:
+            raise OSError(errno.ESRCH, os.strerror(errno.ESRCH))
+        if len(fields) < 39 or not all(is_signed_decimal(fields[i]) for i in (16, 37, 38)):
+            return Attrs("other", 0, 0, 0, 0, 0, False)  # a stat too short to tell: the kernel's default
+        policy = POLICY_NAMES.get(int(fields[38]), fields[38])
+        return Attrs(policy, int(fields[37]), int(fields[16]), 0, 0, 0, False)
+
+    def remember(self, pid, tid):
+        self._pid_of[tid] = pid
+
+    def set(self, tid, attrs):
+        raise SchedError("not changing thread %d: with a root other than / this module only reads" % tid)
+
+
+def scheduler_for(root):
+    """The system calls for the real root; a read-only procfs view for any other."""
+    return Syscalls() if root == "/" else ProcfsView(root)
+
+
 def pid_exists(root, pid):
     return knob_exists(root, "/proc/%d/stat" % pid)
 
@@ -111,7 +166,7 @@ def threads_of(root, pid, which):
         return [pid]
     task_dir = knob_path(root, "/proc/%d/task" % pid)
     try:
-        return sorted(int(name) for name in os.listdir(task_dir) if name.isdigit())
+        return sorted(int(name) for name in os.listdir(task_dir) if is_decimal(name))
     except OSError:
         return []
 
@@ -128,7 +183,7 @@ def pids_named(root, name):
     proc = knob_path(root, "/proc")
     found = []
     for entry in os.listdir(proc):
-        if entry.isdigit() and _cgroupfs.process_name(root, int(entry)) == name[:15]:
+        if is_decimal(entry) and _cgroupfs.process_name(root, int(entry)) == name[:15]:
             found.append(int(entry))
     return sorted(found)
 
@@ -147,7 +202,7 @@ def run_delay(root, pids):
                 fields = read_knob(root, relative).split()
             except KnobError:
                 continue  # the thread exited between listing and reading
-            if len(fields) >= 2 and fields[1].isdigit():
+            if len(fields) >= 2 and is_decimal(fields[1]):
                 total += int(fields[1])
                 threads += 1
     return total, threads

@@ -7,14 +7,16 @@ from __future__ import absolute_import, division, print_function
 
 import re
 
+from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
+
 __metaclass__ = type
 
 UNLIMITED = "max"
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-_SIZE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*([0-9]+)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
 
 
-class SizeError(ValueError):
+class SizeError(HostError, ValueError):
     """A size the collection cannot read, such as '8X' or '-1G'."""
 
 

@@ -9,6 +9,8 @@ import gzip
 import os
 import re
 
+from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_signed_decimal
+from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_exists, knob_path, read_knob, write_knob
 from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import read_file
 
@@ -19,7 +21,7 @@ _CONFIG_SET = re.compile(r"^(CONFIG_[A-Z0-9_]+)=(.*)$", re.MULTILINE)
 _CONFIG_UNSET = re.compile(r"^# (CONFIG_[A-Z0-9_]+) is not set$", re.MULTILINE)
 
 
-class SysctlError(Exception):
+class SysctlError(HostError):
     """An unknown sysctl key, or a value the kernel does not hold."""
 
 
@@ -33,7 +35,10 @@ def read_int(root, key):
     path = sysctl_path(key)
     if not knob_exists(root, path):
         raise SysctlError("this kernel has no %s (%s)" % (key, path))
-    return int(read_knob(root, path))
+    text = read_knob(root, path)
+    if not is_signed_decimal(text):
+        raise SysctlError("%s holds %r, not an integer" % (path, text))
+    return int(text)
 
 
 def write_value(root, key, value):

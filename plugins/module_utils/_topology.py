@@ -10,6 +10,8 @@ import os
 import re
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import format_cpulist, parse_cpulist
+from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_decimal, is_signed_decimal
+from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_exists, knob_path, read_knob
 from ansible_collections.cpuinfer.llm.plugins.module_utils._sizes import parse_size
 
@@ -17,7 +19,16 @@ __metaclass__ = type
 
 CPU_DIR = "/sys/devices/system/cpu"
 NODE_DIR = "/sys/devices/system/node"
-_NUMBERED = re.compile(r"^(cpu|node|index)(\d+)$")
+_NUMBERED = re.compile(r"^(cpu|node|index)([0-9]+)\Z")
+_HEX = re.compile(r"^(0x)?[0-9a-fA-F]+\Z")
+
+
+class TopologyError(HostError):
+    """procfs or sysfs shows something no kernel writes: garbage, or files that contradict each other."""
+
+
+def _not_a_number(relative, text):
+    return TopologyError("%s holds %r, not a number: this host's sysfs is not what the kernel writes" % (relative, text))
 
 
 def _numbered_entries(root, relative, prefix):
@@ -58,20 +69,45 @@ def online_cpus(root):
     return set(_numbered_entries(root, CPU_DIR, "cpu"))
 
 
+def check_consistent(root, cpus):
+    """Every online CPU has its sysfs directory; the CPU count of a host is not a guess."""
+    present = set(_numbered_entries(root, CPU_DIR, "cpu"))
+    missing = set(cpus) - present
+    if missing:
+        raise TopologyError("sysfs is inconsistent: %s/online lists CPUs %s, but there is no directory for them "
+                            "(directories: %s)" % (CPU_DIR, format_cpulist(missing), format_cpulist(present) or "none"))
+
+
 def _cpu_knob(root, cpu, name):
     relative = "%s/cpu%d/%s" % (CPU_DIR, cpu, name)
     return read_knob(root, relative) if knob_exists(root, relative) else None
 
 
-def packages_and_cores(root, cpus):
-    """(sockets, physical_cores): distinct package ids and distinct (package, core) pairs."""
-    packages, cores = set(), set()
+def _package_ids(root, cpus):
+    """{cpu: package id}; {} when no CPU has a physical_package_id (some ARM firmware describes none)."""
+    ids = {}
     for cpu in cpus:
-        package = _cpu_knob(root, cpu, "topology/physical_package_id")
+        text = _cpu_knob(root, cpu, "topology/physical_package_id")
+        if text is not None:
+            if not is_signed_decimal(text):
+                raise _not_a_number("%s/cpu%d/topology/physical_package_id" % (CPU_DIR, cpu), text)
+            ids[cpu] = int(text)
+    missing = set(cpus) - set(ids)
+    if ids and missing:
+        raise TopologyError("sysfs is inconsistent: CPUs %s have no topology/physical_package_id while CPUs %s do"
+                            % (format_cpulist(missing), format_cpulist(ids)))
+    return ids
+
+
+def packages_and_cores(root, cpus):
+    """(sockets, physical_cores): distinct package ids and distinct (package, core) pairs; a host
+    whose firmware names no package counts as one socket."""
+    ids = _package_ids(root, cpus)
+    cores = set()
+    for cpu in cpus:
         core = _cpu_knob(root, cpu, "topology/core_id")
-        packages.add(package)
-        cores.add((package, core if core is not None else cpu))
-    return len(packages), len(cores)
+        cores.add((ids.get(cpu), core if core is not None else cpu))
+    return max(len(set(ids.values())), 1), len(cores)
 
 
 def thread_siblings(root, cpus):
@@ -91,6 +127,8 @@ def caches(root, cpus):
         for index in _numbered_entries(root, base, "index"):
             relative = "%s/index%d/" % (base, index)
             level = read_knob(root, relative + "level")
+            if not is_decimal(level):
+                raise _not_a_number(relative + "level", level)
             kind = read_knob(root, relative + "type")
             shared = _optional(root, relative + "shared_cpu_list") or str(cpu)
             size = _optional(root, relative + "size")
@@ -122,6 +160,8 @@ def midr(root, cpus):
     for cpu in sorted(cpus):
         value = _cpu_knob(root, cpu, "regs/identification/midr_el1")
         if value:
+            if not _HEX.match(value):
+                raise _not_a_number("%s/cpu%d/regs/identification/midr_el1" % (CPU_DIR, cpu), value)
             return int(value, 16)
     return None
 

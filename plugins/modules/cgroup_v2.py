@@ -26,6 +26,10 @@ description:
   - The whole request is checked before the first write (ranges, sizes, C(min <= low <= high <=
     max), online CPUs and NUMA nodes, the parent's effective cpuset, block devices, processes). If
     the kernel refuses a write, every write of the run is undone and the error says which failed.
+  - O(memory_high) and O(memory_max) below 16M are refused, since C(512) is 512 bytes, an instant OOM;
+    write sizes with their unit. A zero C(io.max) rate is refused too, as it stops the device's IO.
+  - A host that mounts cgroup v1 or a hybrid hierarchy is refused with what to do (boot with the
+    unified hierarchy; the host_tuning role does it), also with O(require_delegation=false).
 author: cpuinfer.llm maintainers (@cpuinfer)
 options:
   path:
@@ -105,9 +109,13 @@ options:
     description: C(pids.max), an integer or V(max).
     type: str
   procs:
-    description: Processes to move into the group.
+    description: Processes to move into the group. PID 1 and kernel threads are refused unless O(allow_system_processes=true).
     type: list
     elements: int
+  allow_system_processes:
+    description: Allow PID 1 and kernel threads in O(procs).
+    type: bool
+    default: false
 extends_documentation_fragment:
   - cpuinfer.llm.kernel
 """
@@ -160,12 +168,10 @@ removed:
   elements: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroup_apply as steps
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroup_plan as plan
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs as cgroupfs
-from ansible_collections.cpuinfer.llm.plugins.module_utils._apply import ApplyError, Step, render_values
-from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import KnobError
+from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, Step, refuse_if, render_values, run_module
 
 ARGUMENT_SPEC = dict(
     path=dict(type="str", required=True),
@@ -188,6 +194,7 @@ ARGUMENT_SPEC = dict(
     cpuset_partition=dict(type="str", choices=["member", "root", "isolated"]),
     pids_max=dict(type="str"),
     procs=dict(type="list", elements="int"),
+    allow_system_processes=dict(type="bool", default=False),
     root=dict(type="path", default="/"),
 )
 NOT_DELEGATED = (
@@ -226,7 +233,7 @@ def plan_present(root, group, base, settings, controllers, pids):
     return creates + moves + enables + writes, before, after
 
 
-def plan_absent(module, root, group):
+def plan_absent(root, group):
     if not cgroupfs.group_exists(root, group):
         return [], []
     occupied = cgroupfs.processes_below(root, group)
@@ -235,7 +242,7 @@ def plan_absent(module, root, group):
             "%s: %s" % (g, ", ".join("%d (%s)" % (pid, cgroupfs.process_name(root, pid)) for pid in pids))
             for g, pids in sorted(occupied.items())
         )
-        module.fail_json(msg="cannot remove %s: processes remain in it: %s" % (group, named))
+        raise Refused("cannot remove %s: processes remain in it: %s; nothing written" % (group, named))
     order = []
 
     def collect(current):
@@ -249,49 +256,60 @@ def plan_absent(module, root, group):
     return removals, order
 
 
-def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+def hierarchy_problem(root):
+    version = cgroupfs.hierarchy_version(root)
+    if version == 2:
+        return None
+    if version is None:
+        return "no cgroup filesystem is mounted at %s" % cgroupfs.CGROUP_MOUNT
+    return ("this host mounts cgroup %s at %s: this module manages the unified hierarchy (cgroup v2) only. "
+            "Boot with systemd.unified_cgroup_hierarchy=1 (the host_tuning role does it, with "
+            "host_tuning_reboot_ok); nothing written" % ("v1" if version == 1 else "v1 beside v2 (hybrid)",
+                                                         cgroupfs.CGROUP_MOUNT))
+
+
+def delegation_problems(root, group, controllers, require_delegation):
+    """(base, problems): the delegated unit the group lies below, and what stands against it."""
+    base = cgroupfs.delegation_base(root, group)
+    if base is None:
+        return None, [NOT_DELEGATED % group] if require_delegation else []
+    missing = controllers - set(cgroupfs.available_controllers(root, base))
+    if missing:
+        return base, ["controllers %s are not delegated to %s (Delegate=yes delegates all; a list may leave them out)"
+                      % (", ".join(sorted(missing)), base)]
+    return base, []
+
+
+def converge(module, journal):
     params, root = module.params, module.params["root"]
     group = params["path"]
-
+    problem = hierarchy_problem(root)
+    if problem:
+        raise Refused(problem)
     settings, controllers, problems = plan.build(params, plan.HostView(root))
-    base = None
-    if not problems:
-        base = cgroupfs.delegation_base(root, group)
-        if base is None and params["require_delegation"]:
-            problems.append(NOT_DELEGATED % group)
-        elif base is not None:
-            missing = controllers - set(cgroupfs.available_controllers(root, base))
-            if missing:
-                problems.append("controllers %s are not delegated to %s (Delegate=yes delegates all; a list may leave them out)"
-                                % (", ".join(sorted(missing)), base))
-    if problems:
-        module.fail_json(msg="invalid request, nothing written: " + "; ".join(problems))
+    refuse_if(problems)
+    base, problems = delegation_problems(root, group, controllers, params["require_delegation"])
+    refuse_if(problems)
 
-    try:
-        if params["state"] == "absent":
-            todo, removed = plan_absent(module, root, group)
-            before, after = {"exists": bool(removed)}, {"exists": False}
-        else:
-            todo, before, after = plan_present(root, group, base, settings, controllers, params["procs"] or [])
-            removed = None
-    except (KnobError, cgroupfs.CgroupError) as exc:
-        module.fail_json(msg="cannot read the current state of %s: %s" % (group, exc))
+    if params["state"] == "absent":
+        todo, removed = plan_absent(root, group)
+        before, after = {"exists": bool(removed)}, {"exists": False}
+    else:
+        todo, before, after = plan_present(root, group, base, settings, controllers, params["procs"] or [])
+        removed = None
+    journal.apply(todo)
 
-    changed = bool(todo)
-    if changed and not module.check_mode:
-        try:
-            steps.run_steps(todo)
-        except ApplyError as exc:
-            module.fail_json(msg=exc.describe(), before=before)
-
-    result = dict(changed=changed, before=before, after=after,
+    result = dict(changed=bool(todo), before=before, after=after,
                   diff=dict(before=render_values(before), after=render_values(after)))
     if removed is not None:
         result["removed"] = removed
     elif cgroupfs.group_exists(root, group):
         result["signals"] = cgroupfs.read_signals(root, group)
-    module.exit_json(**result)
+    return result
+
+
+def main():
+    run_module(ARGUMENT_SPEC, converge)
 
 
 if __name__ == "__main__":

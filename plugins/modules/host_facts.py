@@ -18,6 +18,11 @@ description:
     (online, topology, caches, ARM C(midr_el1)), C(/sys/devices/system/node),
     C(/sys/fs/cgroup/cgroup.controllers) and C(/sys/fs/resctrl/info); changes nothing.
   - Facts are returned under C(ansible_facts.cpuinfer).
+  - Hosts of other architectures (ppc64le, riscv64, s390x, or a C(/proc/cpuinfo) the module cannot
+    read) are reported as C(platform=other), C(arch=other) with no ISA and no llama.cpp build class;
+    roles that need a class refuse them by name.
+  - A sysfs that contradicts itself (online CPUs without their directory, a package id on some CPUs
+    only, a number that is not one) fails the module with the file named, rather than guessing.
 author: cpuinfer.llm maintainers (@cpuinfer)
 options: {}
 extends_documentation_fragment:
@@ -76,26 +81,19 @@ ansible_facts:
         llama_cmake_args: ["-DGGML_NATIVE=OFF", "-DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod+fp16"]
 """
 
-from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _cpu_classes, _resctrl, _topology
-from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import CpuListError, format_cpulist
-from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import KnobError
+from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import format_cpulist
+from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import run_module
 
-
-def detect_arch(common, per_cpu):
-    first = per_cpu[0] if per_cpu else common
-    if "vendor_id" in first or "flags" in first:
-        return "x86_64"
-    if "CPU implementer" in first or "Features" in first or "CPU implementer" in common:
-        return "aarch64"
-    return "unknown"
+ARGUMENT_SPEC = dict(root=dict(type="path", default="/"))
 
 
 def gather(root):
     common, per_cpu = _topology.read_cpuinfo(root)
-    arch = detect_arch(common, per_cpu)
+    arch = _cpu_classes.detect_arch(common, per_cpu)
     cpus = _topology.online_cpus(root)
-    identity = _cpu_classes.identify(arch, common, per_cpu, _topology.midr(root, cpus))
+    _topology.check_consistent(root, cpus)
+    identity = _cpu_classes.identify(arch, common, per_cpu, _topology.midr(root, cpus) if arch == "aarch64" else None)
     isa = _cpu_classes.normalised_isa(arch, identity["flags"])
     sockets, physical_cores = _topology.packages_and_cores(root, cpus)
     caches = _topology.caches(root, cpus)
@@ -128,13 +126,12 @@ def gather(root):
     }
 
 
+def report(module, dummy_journal):
+    return dict(changed=False, ansible_facts={"cpuinfer": gather(module.params["root"])})
+
+
 def main():
-    module = AnsibleModule(argument_spec=dict(root=dict(type="path", default="/")), supports_check_mode=True)
-    try:
-        facts = gather(module.params["root"])
-    except (KnobError, CpuListError, ValueError) as exc:
-        module.fail_json(msg="cannot read the host's CPU facts: %s" % exc)
-    module.exit_json(changed=False, ansible_facts={"cpuinfer": facts})
+    run_module(ARGUMENT_SPEC, report)
 
 
 if __name__ == "__main__":

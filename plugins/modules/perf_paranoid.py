@@ -94,12 +94,9 @@ persistent_file:
 
 import re
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.cpuinfer.llm.plugins.module_utils._apply import ApplyError, apply_plan
-from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import KnobError
-from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import MANAGED_HEADER, read_file
+from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import MANAGED_HEADER, applied_at_boot_warning, read_file
+from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, file_step, knob_step, run_module
 from ansible_collections.cpuinfer.llm.plugins.module_utils._sysctl import (
-    SysctlError,
     kernel_config,
     read_int,
     render_dropin,
@@ -110,7 +107,7 @@ KEY = "kernel.perf_event_paranoid"
 DROPIN = "/etc/sysctl.d/90-cpuinfer-perf-paranoid.conf"
 RESTRICT_PATCH_OPTION = "CONFIG_SECURITY_PERF_EVENTS_RESTRICT"
 LEVELS = range(-1, 5)
-_ORIGINAL = re.compile(r"^# original level: (-?\d+)$", re.MULTILINE)
+_ORIGINAL = re.compile(r"^# original level: (-?[0-9]+)$", re.MULTILINE)
 SAFER_PATH = (
     "keep kernel.perf_event_paranoid at 2 or higher and grant CAP_PERFMON to the one service "
     "that reads counters (AmbientCapabilities=CAP_PERFMON in its unit, Linux >= 5.8)"
@@ -146,11 +143,11 @@ def validate(params):
     return None
 
 
-def plan_present(params, current, dropin_before):
+def plan_present(root, params, current, dropin_before):
     level = params["level"]
-    knob_writes = [(sysctl_path(KEY), level, current)] if current != level else []
-    file_writes = []
+    steps = [knob_step(root, sysctl_path(KEY), level, current)] if current != level else []
     original = recorded_original(dropin_before)
+    dropin_after = dropin_before
     if params["persistent"]:
         if original is None:
             original = current
@@ -159,36 +156,31 @@ def plan_present(params, current, dropin_before):
             notes.append("level -1 set by explicit opt-in (allow_unrestricted=true)")
         dropin_after = render_dropin(MANAGED_HEADER.format(module="cpuinfer.llm.perf_paranoid"), {KEY: level}, notes)
         if dropin_after != dropin_before:
-            file_writes.append((DROPIN, dropin_after, dropin_before))
-    return level, original, knob_writes, file_writes
+            steps.append(file_step(root, DROPIN, dropin_after, dropin_before))
+    return level, original, dropin_after, steps
 
 
-def plan_absent(current, dropin_before):
+def plan_absent(root, current, dropin_before):
     if dropin_before is None:
-        return current, None, [], []
+        return current, None, None, []
     original = recorded_original(dropin_before)
     target = current if original is None else original
-    knob_writes = [(sysctl_path(KEY), target, current)] if target != current else []
-    return target, original, knob_writes, [(DROPIN, None, dropin_before)]
+    steps = [knob_step(root, sysctl_path(KEY), target, current)] if target != current else []
+    return target, original, None, steps + [file_step(root, DROPIN, None, dropin_before)]
 
 
-def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+def converge(module, journal):
     params, root = module.params, module.params["root"]
-
     problem = validate(params)
     if problem:
-        module.fail_json(msg=problem)
-    try:
-        current = read_int(root, KEY)
-    except (SysctlError, KnobError, ValueError) as exc:
-        module.fail_json(msg="cannot read %s: %s" % (KEY, exc))
+        raise Refused(problem + "; nothing written")
+    current = read_int(root, KEY)
     dropin_before = read_file(root, DROPIN)
 
     if params["state"] == "present":
-        level, original, knob_writes, file_writes = plan_present(params, current, dropin_before)
+        level, original, dropin_after, steps = plan_present(root, params, current, dropin_before)
     else:
-        level, original, knob_writes, file_writes = plan_absent(current, dropin_before)
+        level, original, dropin_after, steps = plan_absent(root, current, dropin_before)
 
     config = kernel_config(root)
     honours_level_3 = None if config is None else RESTRICT_PATCH_OPTION in config
@@ -196,25 +188,24 @@ def main():
         module.warn("this kernel lacks the perf restriction patch: level %d acts as 2" % level)
     if level == -1:
         module.warn("kernel.perf_event_paranoid=-1 exposes all perf events to all users. Safer: " + SAFER_PATH)
+    if params["state"] == "present" and params["persistent"]:
+        warning = applied_at_boot_warning(root, DROPIN, "systemd-sysctl")
+        if warning:
+            module.warn(warning)
+    journal.apply(steps)
 
-    changed = bool(knob_writes or file_writes)
-    if changed and not module.check_mode:
-        try:
-            apply_plan(root, knob_writes, file_writes)
-        except ApplyError as exc:
-            module.fail_json(msg=exc.describe(), previous=current)
-
-    dropin_after = dropin_before
-    for dummy, text, dummy_previous in file_writes:
-        dropin_after = text
     result = dict(
-        changed=changed, previous=current, level=level, honours_level_3=honours_level_3, persistent_file=DROPIN,
+        changed=bool(steps), previous=current, level=level, honours_level_3=honours_level_3, persistent_file=DROPIN,
         diff=dict(before="%s = %d\n%s" % (KEY, current, dropin_before or ""),
                   after="%s = %d\n%s" % (KEY, level, dropin_after or "")),
     )
     if original is not None:
         result["original"] = original
-    module.exit_json(**result)
+    return result
+
+
+def main():
+    run_module(ARGUMENT_SPEC, converge)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ options:
         AMD (1/8 GB/s), or MB/s when mounted with C(mba_MBps).
     type: dict
   cpus:
-    description: CPUs whose default allocation is this group (C(cpus_list)).
+    description: CPUs whose default allocation is this group (C(cpus_list)); every one must be online.
     type: str
   pids:
     description: Tasks to assign to the group.
@@ -52,7 +52,9 @@ options:
     description: A running systemd unit whose processes are assigned to the group.
     type: str
   monitor:
-    description: Monitoring groups to create under the group, each with the tasks it watches (tasks of this group).
+    description:
+      - "Monitoring groups to create under the group, each name with the list of tasks it watches
+        (tasks of this group), for example C({decode: [4242]})."
     type: dict
   mount:
     description:
@@ -118,19 +120,20 @@ last_cmd_status:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _rdt_plan as plan
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _resctrl as resctrl
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _sched, _topology
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cgroupfs import unit_pids
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import CpuListError, format_cpulist, parse_cpulist
-from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import KnobError, knob_exists, read_knob
 from ansible_collections.cpuinfer.llm.plugins.module_utils._rdt_apply import ResctrlWriter
+from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, Step, refuse_if, run_module
 
 NO_RDT = (
     "this host has no RDT: resctrl is not in /proc/filesystems. Cache allocation needs an Intel CPU "
     "with RDT (CAT/CDP/MBA) or an AMD CPU with PQoS, and a kernel with CONFIG_X86_CPU_RESCTRL; "
     "ARM MPAM is not exposed through resctrl in mainline kernels yet, and virtual CPUs usually have none"
 )
+AMD_VENDORS = ("AuthenticAMD", "HygonGenuine")
 ARGUMENT_SPEC = dict(
     name=dict(type="str", default=""),
     state=dict(type="str", choices=["present", "absent"], default="present"),
@@ -145,102 +148,118 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def ensure_mounted(module, root):
-    """None when resctrl is mounted; else mounts it (or says why it cannot)."""
-    if resctrl.mount_options(root) is not None:
-        return False
-    if not resctrl.kernel_supports(root):
-        module.fail_json(msg=NO_RDT)
-    if module.params["mount"] is None:
-        module.fail_json(msg="resctrl is not mounted at %s; give mount: {} to mount it" % resctrl.RESCTRL_MOUNT)
-    options = [name for name in ("cdp", "cdpl2", "mba_MBps") if module.params["mount"][name]]
-    if module.check_mode:
-        module.exit_json(changed=True, msg="would mount resctrl (%s); nothing else can be checked before that"
-                         % (",".join(options) or "no options"))
-    argv = ["mount", "-t", "resctrl", "resctrl", root.rstrip("/") + resctrl.RESCTRL_MOUNT]
-    if options:
-        argv += ["-o", ",".join(options)]
-    rc, dummy, err = module.run_command(argv)
-    if rc != 0:
-        module.fail_json(msg="mounting resctrl failed: %s" % err.strip())
-    return True
-
-
-def validate_name(name):
+def request_problems(params, root):
+    """What is wrong with the request whatever resctrl shows, checked before it is mounted."""
+    problems = []
+    name = params["name"]
     if "/" in name or name in (".", "..") or name in resctrl.RESERVED_NAMES:
-        return "group name %r is not allowed (no '/', not %s)" % (name, ", ".join(resctrl.RESERVED_NAMES))
-    return None
+        problems.append("group name %r is not allowed (no '/', not %s)" % (name, ", ".join(resctrl.RESERVED_NAMES)))
+    if params["state"] == "absent" and name == "":
+        problems.append("the default group cannot be removed")
+    if params["unit"] is not None and not params["unit"].strip():
+        problems.append("unit must not be empty")
+    plan.monitor_groups(params["monitor"], problems)
+    if params["cpus"] is not None:
+        try:
+            cpus = parse_cpulist(params["cpus"])
+        except CpuListError as exc:
+            problems.append("cpus: %s" % exc)
+        else:
+            online = _topology.online_cpus(root)
+            if cpus - online:
+                problems.append("cpus %s are not online (online: %s)" % (format_cpulist(cpus - online), format_cpulist(online)))
+    return problems
 
 
-def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    params, root, name = module.params, module.params["root"], module.params["name"]
-    problem = validate_name(name)
-    if problem:
-        module.fail_json(msg=problem)
-    mounted_now = ensure_mounted(module, root)
+def mount_step(module, root):
+    """The step that mounts resctrl, or None when it is mounted; Refused when it cannot be."""
+    if resctrl.mount_options(root) is not None:
+        return None
+    if not resctrl.kernel_supports(root):
+        raise Refused(NO_RDT)
+    if module.params["mount"] is None:
+        raise Refused("resctrl is not mounted at %s; give mount: {} to mount it" % resctrl.RESCTRL_MOUNT)
+    options = [name for name in ("cdp", "cdpl2", "mba_MBps") if module.params["mount"][name]]
+    target = root.rstrip("/") + resctrl.RESCTRL_MOUNT
+    argv = ["mount", "-t", "resctrl"] + (["-o", ",".join(options)] if options else []) + ["resctrl", target]
 
-    info = resctrl.read_info(root)
-    default = resctrl.read_group(root, "")
-    exists = name == "" or name in resctrl.groups(root)
-    current = resctrl.read_group(root, name) if exists else {"schemata": {}, "cpus": "", "tasks": []}
-    before = {"exists": exists, "schemata": current["schemata"], "cpus": current["cpus"], "tasks": len(current["tasks"])}
+    def command(args):
+        rc, dummy, err = module.run_command(args)
+        if rc != 0:
+            raise resctrl.ResctrlError("%s failed: %s" % (args[0], err.strip()))
 
-    if params["state"] == "absent":
-        if name == "":
-            module.fail_json(msg="the default group cannot be removed")
-        if exists and not module.check_mode:
-            with resctrl.Lock(root):
-                ResctrlWriter(root).remove_group(name)
-        module.exit_json(changed=exists, before=before, after={"exists": False})
+    return Step("mount resctrl (%s)" % (",".join(options) or "no options"),
+                lambda: command(argv), lambda: command(["umount", target]))
 
+
+def wanted_state(params, root, name, exists, current, info):
+    """(schemata, cpus, pids, monitor) checked against the mounted tree, or Refused."""
     problems, warnings = [], []
-    vendor_amd = "AuthenticAMD" in read_knob(root, "/proc/cpuinfo") or "HygonGenuine" in read_knob(root, "/proc/cpuinfo")
+    common, per_cpu = _topology.read_cpuinfo(root)
+    vendor_amd = any(block.get("vendor_id") in AMD_VENDORS for block in per_cpu + [common])
     mba_mbps = "mba_MBps" in (resctrl.mount_options(root) or [])
+    default = resctrl.read_group(root, "")
     wanted = plan.wanted_schemata(params["schemata"], info, default["schemata"], current["schemata"],
                                   vendor_amd, mba_mbps, problems, warnings)
     if not exists and plan.closids_left(info, len(resctrl.groups(root))) < 1:
         problems.append("no CLOSID left for a new group (num_closids=%s, groups: %s)"
                         % (min(e.get("num_closids", 0) for e in info.values() if "num_closids" in e) if info else 0,
                            ", ".join(resctrl.groups(root)) or "none"))
-    cpus = None
-    if params["cpus"] is not None:
-        try:
-            cpus = format_cpulist(parse_cpulist(params["cpus"]))
-        except CpuListError as exc:
-            problems.append("cpus: %s" % exc)
+    cpus = format_cpulist(parse_cpulist(params["cpus"])) if params["cpus"] is not None else None
     pids = list(params["pids"] or [])
     if params["unit"]:
         unit_found = unit_pids(root, params["unit"])
         if not unit_found:
             problems.append("unit %s is not running" % params["unit"])
         pids += unit_found
-    for pid in pids + [p for watched in (params["monitor"] or {}).values() for p in watched]:
-        if not knob_exists(root, "/proc/%d/stat" % int(pid)):
+    monitor = plan.monitor_groups(params["monitor"], problems)
+    for pid in pids + [p for watched in monitor.values() for p in watched]:
+        if pid <= 0 or not _sched.pid_exists(root, pid):
             problems.append("no process %s" % pid)
-    if problems:
-        module.fail_json(msg="invalid request, nothing written: " + "; ".join(problems))
+    refuse_if(problems)
+    return wanted, cpus, pids, monitor, warnings
+
+
+def converge(module, journal):
+    params, root, name = module.params, module.params["root"], module.params["name"]
+    refuse_if(request_problems(params, root))
+    mount = mount_step(module, root)
+    if mount is not None:
+        if module.check_mode:
+            return dict(changed=True, msg="would %s; nothing else can be checked before that" % mount.describe)
+        journal.run(mount)
+
+    info = resctrl.read_info(root)
+    exists = name == "" or name in resctrl.groups(root)
+    current = resctrl.read_group(root, name) if exists else {"schemata": {}, "cpus": "", "tasks": []}
+    before = {"exists": exists, "schemata": current["schemata"], "cpus": current["cpus"], "tasks": len(current["tasks"])}
+    writer = ResctrlWriter(root)
+    if params["state"] == "absent":
+        steps = [writer.remove_step(name)] if exists else []
+        with resctrl.Lock(root):
+            journal.apply(steps)
+        return dict(changed=exists or mount is not None, before=before, after={"exists": False})
+
+    wanted, cpus, pids, monitor, warnings = wanted_state(params, root, name, exists, current, info)
     for warning in warnings:
         module.warn(warning)
-
-    writer = ResctrlWriter(root)
-    changes = writer.plan(name, exists, wanted, current, cpus, pids, params["monitor"] or {})
+    steps = writer.plan(name, exists, wanted, current, cpus, pids, monitor)
+    with resctrl.Lock(root):
+        journal.apply(steps)
     after = {"exists": True, "schemata": dict(current["schemata"], **wanted),
              "cpus": cpus if cpus is not None else current["cpus"], "tasks": len(set(current["tasks"]) | set(pids))}
-    if changes and not module.check_mode:
-        try:
-            with resctrl.Lock(root):
-                writer.run(changes)
-        except (resctrl.ResctrlError, KnobError) as exc:
-            module.fail_json(msg=str(exc), before=before, last_cmd_status=resctrl.last_cmd_status(root))
-    result = dict(changed=bool(changes) or mounted_now, before=before, after=after,
+    result = dict(changed=bool(steps) or mount is not None, before=before, after=after,
                   diff=dict(before=plan.render(before), after=plan.render(after)))
-    if changes and not module.check_mode:
+    if steps and not module.check_mode:
         result["last_cmd_status"] = resctrl.last_cmd_status(root)
     if "L3_MON" in info and (exists or not module.check_mode):
         result["monitoring"] = dict([("group", resctrl.mon_readings(root, name))] + [
-            (mon, resctrl.mon_readings(root, name, mon)) for mon in (params["monitor"] or {})])
-    module.exit_json(**result)
+            (mon, resctrl.mon_readings(root, name, mon)) for mon in monitor])
+    return result
+
+
+def main():
+    run_module(ARGUMENT_SPEC, converge)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,12 @@ description:
     O(allow_unthrottled_rt).
   - Threads are compared before they are changed, so a second run reports no change. If the kernel
     refuses one thread, the threads already changed in the run are put back.
+  - PID 1 and kernel threads are refused unless O(allow_system_processes=true), because a wrong policy
+    there stalls the whole host.
+  - With O(root) other than C(/) the module reads the threads' policy, real-time priority and nice
+    from C(ROOT/proc/PID/task/TID/stat) and changes nothing, because the system calls act on real
+    processes, which another root cannot redirect. Only O(state=query) and check mode run there;
+    deadline parameters read as 0.
 author: cpuinfer.llm maintainers (@cpuinfer)
 options:
   pid:
@@ -67,6 +73,10 @@ options:
     type: str
   reset_on_fork:
     description: Children start with the default policy instead of inheriting this one.
+    type: bool
+    default: false
+  allow_system_processes:
+    description: Allow PID 1 and kernel threads as targets.
     type: bool
     default: false
   allow_unthrottled_rt:
@@ -116,9 +126,9 @@ threads:
        after: {policy: fifo, priority: 10, nice: 0, runtime: 0, deadline: 0, period: 0, reset_on_fork: false}}
 """
 
-from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _sched
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import KnobError
+from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, Step, refuse_if, run_module
 from ansible_collections.cpuinfer.llm.plugins.module_utils._sysctl import SysctlError, read_int
 
 ARGUMENT_SPEC = dict(
@@ -135,6 +145,7 @@ ARGUMENT_SPEC = dict(
     deadline=dict(type="str"),
     period=dict(type="str"),
     reset_on_fork=dict(type="bool", default=False),
+    allow_system_processes=dict(type="bool", default=False),
     allow_unthrottled_rt=dict(type="bool", default=False),
     root=dict(type="path", default="/"),
 )
@@ -173,6 +184,10 @@ def wanted_attrs(params, problems):
 
 
 def target_pids(params, root, problems):
+    for name in ("unit", "process_name"):
+        if params[name] is not None and not params[name].strip():
+            problems.append("%s must not be empty" % name)
+            return []
     given = [name for name in TARGETS if params[name] not in (None, [])]
     if len(given) != 1:
         problems.append("give exactly one of pid, pids, unit, process_name (got %s)" % (", ".join(given) or "none"))
@@ -181,16 +196,21 @@ def target_pids(params, root, problems):
         pids = _cgroupfs.unit_pids(root, params["unit"])
         if not pids:
             problems.append("unit %s is not running (no processes in its cgroup)" % params["unit"])
-        return pids
-    if params["process_name"]:
+    elif params["process_name"]:
         pids = _sched.pids_named(root, params["process_name"])
         if not pids:
             problems.append("no process is named %s" % params["process_name"])
-        return pids
-    pids = [params["pid"]] if params["pid"] is not None else params["pids"]
-    for pid in pids:
-        if not _sched.pid_exists(root, pid):
-            problems.append("no process %d" % pid)
+    else:
+        pids = [params["pid"]] if params["pid"] is not None else params["pids"]
+        for pid in pids:
+            if pid <= 0 or not _sched.pid_exists(root, pid):
+                problems.append("no process %d" % pid)
+    if not params["allow_system_processes"]:
+        system = [pid for pid in pids if pid > 0 and _sched.pid_exists(root, pid)
+                  and (pid == 1 or _sched.is_kernel_thread(root, pid))]
+        if system:
+            problems.append("processes %s are PID 1 or kernel threads: a policy there can stall the whole host; "
+                            "set allow_system_processes=true if you mean it" % ", ".join(str(pid) for pid in system))
     return pids
 
 
@@ -206,32 +226,47 @@ def matches(current, wanted):
     return True
 
 
-def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+def rt_throttling_problem(root, wanted, params):
+    if wanted is None or wanted.policy not in ("fifo", "rr") or params["allow_unthrottled_rt"]:
+        return None
+    try:
+        if read_int(root, "kernel.sched_rt_runtime_us") == -1:
+            return ("real-time throttling is off (kernel.sched_rt_runtime_us = -1): a spinning %s thread would "
+                    "own its CPU; turn throttling on or set allow_unthrottled_rt" % wanted.policy)
+    except (SysctlError, KnobError):
+        pass  # no such sysctl (not a CFS/RT kernel): nothing to protect
+    return None
+
+
+def set_step(scheduler, tid, after, current):
+    def do():
+        try:
+            scheduler.set(tid, after)
+        except OSError as exc:
+            raise _sched.SchedError("%s: %s" % (after.policy, _sched.explain(exc, after.policy)))
+
+    return Step("thread %d" % tid, do, lambda: scheduler.set(tid, current))
+
+
+def converge(module, journal):
     params, root = module.params, module.params["root"]
     problems = []
     wanted = wanted_attrs(params, problems) if params["state"] == "present" else None
     pids = target_pids(params, root, problems)
-    if wanted is not None and wanted.policy in ("fifo", "rr") and not params["allow_unthrottled_rt"]:
-        try:
-            if read_int(root, "kernel.sched_rt_runtime_us") == -1:
-                problems.append("real-time throttling is off (kernel.sched_rt_runtime_us = -1): a spinning %s "
-                                "thread would own its CPU; turn throttling on or set allow_unthrottled_rt"
-                                % wanted.policy)
-        except (SysctlError, KnobError, ValueError):
-            pass  # no such sysctl (not a CFS/RT kernel): nothing to protect
-    if problems:
-        module.fail_json(msg="invalid request, nothing changed: " + "; ".join(problems))
-
-    try:
-        syscalls = _sched.Syscalls()
-    except _sched.SchedError as exc:
-        module.fail_json(msg=str(exc))
-    report, todo = [], []
+    problems.append(rt_throttling_problem(root, wanted, params))
+    refuse_if([problem for problem in problems if problem])
+    scheduler = _sched.scheduler_for(root)
+    if not scheduler.can_change and wanted is not None and not module.check_mode:
+        raise Refused("root is %s, not /: this module changes real threads through system calls, which another "
+                      "root cannot redirect; with another root only state=query and check mode run; nothing changed"
+                      % root)
+    report, steps = [], []
     for pid in pids:
         for tid in _sched.threads_of(root, pid, params["threads"]):
+            if hasattr(scheduler, "remember"):
+                scheduler.remember(pid, tid)
             try:
-                current = syscalls.get(tid)
+                current = scheduler.get(tid)
             except OSError:
                 continue  # the thread ended between listing and reading
             after = current
@@ -241,27 +276,13 @@ def main():
             report.append(dict(pid=pid, tid=tid, name=_sched.thread_name(root, pid, tid), changed=changed,
                                before=current._asdict(), after=after._asdict()))
             if changed:
-                todo.append((tid, after, current))
+                steps.append(set_step(scheduler, tid, after, current))
+    journal.apply(steps)
+    return dict(changed=bool(steps), threads=report)
 
-    if todo and not module.check_mode:
-        done = []
-        for tid, after, current in todo:
-            try:
-                syscalls.set(tid, after)
-            except OSError as exc:
-                unrestored = []
-                for done_tid, previous in reversed(done):
-                    try:
-                        syscalls.set(done_tid, previous)
-                    except OSError as undo_exc:
-                        unrestored.append("%d (%s)" % (done_tid, undo_exc))
-                module.fail_json(
-                    msg="thread %d: %s: %s; %s" % (tid, after.policy, _sched.explain(exc, after.policy),
-                                                   "could NOT restore: " + ", ".join(unrestored) if unrestored
-                                                   else "threads changed before it were put back"),
-                    threads=report)
-            done.append((tid, current))
-    module.exit_json(changed=bool(todo), threads=report)
+
+def main():
+    run_module(ARGUMENT_SPEC, converge)
 
 
 if __name__ == "__main__":

@@ -83,18 +83,25 @@ persistent_file:
   sample: /etc/tmpfiles.d/cpuinfer-thp.conf
 """
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.cpuinfer.llm.plugins.module_utils._apply import ApplyError, apply_plan, render_values
-from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import KnobError
-from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import MANAGED_HEADER, read_file
+import os
+
+from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import MANAGED_HEADER, applied_at_boot_warning, read_file
+from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import (
+    Refused,
+    file_step,
+    knob_step,
+    refuse_if,
+    render_values,
+    run_module,
+)
 from ansible_collections.cpuinfer.llm.plugins.module_utils._thp import (
     KHUGEPAGED_KNOBS,
     TMPFILES_DROPIN,
-    ThpError,
     knob_relative,
     parse_dropin,
     read_state,
     render_dropin,
+    small_pages_per_huge_page,
     validate,
 )
 
@@ -115,41 +122,29 @@ def wanted_values(params):
     return wanted
 
 
-def main():
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    root = module.params["root"]
-
-    try:
-        current, choices = read_state(root)
-    except (ThpError, KnobError) as exc:
-        module.fail_json(msg=str(exc))
-    wanted = wanted_values(module.params)
+def converge(module, journal):
+    params, root = module.params, module.params["root"]
+    current, choices = read_state(root)
+    wanted = wanted_values(params)
     if not wanted:
-        module.fail_json(msg="nothing to set: give enabled, defrag or khugepaged")
-    problems = validate(wanted, current, choices)
-    if problems:
-        module.fail_json(msg="invalid request, nothing written: " + "; ".join(problems))
+        raise Refused("nothing to set: give enabled, defrag or khugepaged")
+    refuse_if(validate(wanted, current, choices, small_pages_per_huge_page(root, os.sysconf("SC_PAGE_SIZE"))))
 
     after = dict(current, **wanted)
-    knob_writes = [(knob_relative(k), wanted[k], current[k]) for k in sorted(wanted) if current[k] != wanted[k]]
-    file_writes = []
-    dropin_before = read_file(root, TMPFILES_DROPIN)
-    dropin_after = dropin_before
-    if module.params["persistent"]:
+    steps = [knob_step(root, knob_relative(k), wanted[k], current[k]) for k in sorted(wanted) if current[k] != wanted[k]]
+    dropin_before = dropin_after = read_file(root, TMPFILES_DROPIN)
+    if params["persistent"]:
         recorded = dict(parse_dropin(dropin_before), **wanted)
         dropin_after = render_dropin(recorded, MANAGED_HEADER.format(module="cpuinfer.llm.thp"))
         if dropin_after != dropin_before:
-            file_writes.append((TMPFILES_DROPIN, dropin_after, dropin_before))
+            steps.append(file_step(root, TMPFILES_DROPIN, dropin_after, dropin_before))
+        warning = applied_at_boot_warning(root, TMPFILES_DROPIN, "systemd-tmpfiles")
+        if warning:
+            module.warn(warning)
+    journal.apply(steps)
 
-    changed = bool(knob_writes or file_writes)
-    if changed and not module.check_mode:
-        try:
-            apply_plan(root, knob_writes, file_writes)
-        except ApplyError as exc:
-            module.fail_json(msg=exc.describe(), before=current)
-
-    result = dict(changed=changed, before=current, after=after)
-    if module.params["persistent"]:
+    result = dict(changed=bool(steps), before=current, after=after)
+    if params["persistent"]:
         result["persistent_file"] = TMPFILES_DROPIN
     if module._diff:
         result["diff"] = [
@@ -158,7 +153,11 @@ def main():
             dict(before_header=TMPFILES_DROPIN, after_header=TMPFILES_DROPIN,
                  before=dropin_before or "", after=dropin_after or ""),
         ]
-    module.exit_json(**result)
+    return result
+
+
+def main():
+    run_module(ARGUMENT_SPEC, converge)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ class FakeCgroupKernel:
             "/%s/cpuset.cpus.effective" % MOUNT: cpus,
             "/%s/cpuset.mems.effective" % MOUNT: nodes,
             "/proc/1/stat": "1 (systemd) S", "/proc/1/cgroup": "0::/\n", "/proc/1/comm": "systemd\n",
+            "/proc/mounts": "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime 0 0\n",
         })
         self.real_write, self.real_mkdir = _knobs.write_knob, _cgroupfs.make_group
         self.refuse = {}  # relative path -> errno message, to make the kernel say no

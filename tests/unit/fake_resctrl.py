@@ -31,9 +31,11 @@ class FakeResctrl:
             "/%s/info/last_cmd_status" % RESCTRL: "ok\n",
             "/%s/tasks" % RESCTRL: "1\n4242\n",
             "/%s/cpus_list" % RESCTRL: "0-7\n",
+            "/sys/devices/system/cpu/online": "0-7\n",
             "/proc/1/stat": "1 (systemd) S", "/proc/4242/stat": "4242 (llama) S",
         })
         _info(root, info)
+        (self.root / RESCTRL / "mon_groups").mkdir(parents=True, exist_ok=True)
         self._set("", "schemata", self._full_schemata())
         for domain in range(domains):
             write_tree(root, {"/%s/mon_data/mon_L3_%02d/llc_occupancy" % (RESCTRL, domain): "1048576\n",
@@ -88,12 +90,17 @@ class FakeResctrl:
             lines = [line for line in self.read(group, "schemata").splitlines() if not line.startswith(resource + ":")]
             self._set(group, "schemata", "\n".join(sorted(lines + ["%s:%s" % (resource, domains)])) + "\n")
         elif name == "tasks":
+            # a control group's tasks file lists its monitoring groups' tasks too (same CLOSID)
+            control = group.split("/mon_groups/")[0] if "/mon_groups/" in "/" + group else group
+            control = "" if group.startswith("mon_groups/") else control
             top = self.root / RESCTRL
             others = [""] + [str(p.relative_to(top).parent) for p in top.rglob("tasks") if p.parent != top]
             for other in others:
-                if other != group and self._path(other, "tasks").exists():
+                if other not in (group, control) and self._path(other, "tasks").exists():
                     self._set(other, "tasks", "\n".join(t for t in self.read(other, "tasks").split() if t != value) + "\n")
-            self._set(group, "tasks", "\n".join(self.read(group, "tasks").split() + [value]) + "\n")
+            for target in sorted({group, control}):
+                if value not in self.read(target, "tasks").split():
+                    self._set(target, "tasks", "\n".join(self.read(target, "tasks").split() + [value]) + "\n")
         else:
             self._set(group, name, value)
 

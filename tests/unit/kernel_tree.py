@@ -123,3 +123,37 @@ def phytium_tree(root, **kwargs):
              "CPU part\t: 0x662\nCPU revision\t: 2" % PHYTIUM_FEATURES)
     cpu_tree(root, sockets=1, cores_per_socket=64, threads_per_core=1, nodes_per_socket=8, l3_per_socket=8,
              cpuinfo_block=block, **kwargs)
+
+
+class FakeThpKernel:
+    """THP sysfs with the kernel's write semantics: a selection reads back bracketed, a value the
+    kernel does not take is refused with EINVAL (khugepaged knobs are unsigned ints; pages_to_scan
+    must be positive; max_ptes_none at most 511)."""
+
+    CHOICES = {"enabled": "always madvise never", "defrag": "always defer defer+madvise madvise never"}
+
+    def __init__(self, root):
+        self.root = root
+        thp_tree(root)
+
+    def install(self, monkeypatch):
+        from ansible_collections.cpuinfer.llm.plugins.module_utils import _knobs
+
+        real = _knobs.write_knob
+
+        def write(root, relative, value):
+            name = relative.rsplit("/", 1)[-1]
+            text = str(value)
+            if relative.endswith(tuple("/" + k for k in self.CHOICES)) and "khugepaged" not in relative:
+                if text not in self.CHOICES[name].split():
+                    raise _knobs.KnobError("cannot write %s: Invalid argument" % relative, 22)
+                text = " ".join("[%s]" % c if c == text else c for c in self.CHOICES[name].split())
+            elif "/khugepaged/" in relative:
+                limit = {"max_ptes_none": 511, "defrag": 1}.get(name, 2 ** 32 - 1)
+                low = 1 if name == "pages_to_scan" else 0
+                if not text.isascii() or not text.isdigit() or not low <= int(text) <= limit:
+                    raise _knobs.KnobError("cannot write %s: Invalid argument" % relative, 22)
+            real(root, relative, text)
+
+        monkeypatch.setattr(_knobs, "write_knob", write)
+        return self

@@ -3,7 +3,8 @@
 """Build llama-cpp-python once per CPU class on the controller, and fetch its dependencies as
 wheels for the hosts, so that hosts install offline and never compile.
 
-Prints one JSON object: {"wheel": path, "deps": dir, "built": bool, "key": cache key}.
+Prints one JSON object: {"wheel": path, "deps": dir, "built": bool, "key": cache key}. With --plan
+(check mode) nothing is built: "built" says whether a real run would build, "wheel" is null then.
 The cache is keyed by (version, build class, CMake arguments); a lock makes concurrent runs for
 the same key wait for one build instead of building twice.
 """
@@ -85,15 +86,21 @@ def main():
     parser.add_argument("--python-version", required=True, help="the hosts' Python, e.g. 3.11")
     parser.add_argument("--glibc", required=True, help="the hosts' glibc, e.g. 2.36")
     parser.add_argument("--constraints")
+    parser.add_argument("--plan", action="store_true", help="say what a real run would do; build nothing")
     args = parser.parse_args()
 
     if args.machine != platform.machine():
         sys.stderr.write("this controller is %s and cannot build for %s hosts: build on a %s host "
                          "(llama_server_build_host) or preload the cache\n" % (platform.machine(), args.machine, args.machine))
         return 2
-    os.makedirs(args.cache, exist_ok=True)
     key = cache_key(args.version, args.build_class, args.cmake_arg, args.constraints)
     target = os.path.join(args.cache, key)
+    if args.plan:
+        cached = os.path.isdir(target)
+        wheel = next((os.path.join(target, n) for n in sorted(os.listdir(target)) if n.endswith(".whl")), None) if cached else None
+        print(json.dumps({"wheel": wheel, "deps": os.path.join(target, "deps"), "built": not cached, "key": key}))
+        return 0
+    os.makedirs(args.cache, exist_ok=True)
     with open(os.path.join(args.cache, ".lock-" + key), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         built = not os.path.isdir(target)

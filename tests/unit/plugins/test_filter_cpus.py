@@ -51,3 +51,20 @@ def test_plan_needs_host_facts():
 
     with pytest.raises(AnsibleFilterError, match="host_facts"):
         cpu_plan({}, 1)
+
+
+@pytest.mark.parametrize("given", [2, "2", " 2 "])
+def test_cpu_plan_takes_a_number_as_extra_vars_give_it(given):
+    from ansible_collections.cpuinfer.llm.plugins.filter.cpus import cpu_plan
+
+    plan = cpu_plan(_facts(["0", "1", "2", "3"], ["0-3"]), given)
+    assert plan["housekeeping"] == "0-1" and plan["inference"] == "2-3"
+
+
+@pytest.mark.parametrize("given,words", [("two", "whole number"), ("２", "whole number"), (True, "whole number"),
+                                         (0, "at least 1"), ("-1", "whole number")])
+def test_cpu_plan_refuses_what_is_no_core_count(given, words):
+    from ansible_collections.cpuinfer.llm.plugins.filter.cpus import cpu_plan
+
+    with pytest.raises(AnsibleFilterError, match=words):
+        cpu_plan(_facts(["0", "1"], ["0-1"]), given)

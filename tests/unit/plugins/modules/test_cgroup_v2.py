@@ -111,7 +111,7 @@ def test_internal_process_rule_is_explained_and_nothing_stays_written(run_module
     (dict(cpuset_mems="1"), "NUMA nodes 1 not online"),
     (dict(io_weight={"9:9": 100}), "no block device 9:9"),
     (dict(io_weight={"default": 0}), "io_weight[default] must be an integer in 1..10000"),
-    (dict(io_max={"8:0": {"rbytes": 1}}), "io_max[8:0] takes only"),
+    (dict(io_max={"8:0": {"rbytes": 1}}), "io_max[8:0] must be a dict of rbps, wbps, riops, wiops"),
     (dict(pids_max="lots"), "pids_max must be"),
     (dict(procs=[999999]), "no process 999999"),
 ])

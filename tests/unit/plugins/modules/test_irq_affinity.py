@@ -4,33 +4,11 @@ import errno
 
 import pytest
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils import _irq, _knobs
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _irq
 from ansible_collections.cpuinfer.llm.plugins.modules import irq_affinity
 
+from fake_irq import FakeIrqKernel
 from kernel_tree import snapshot, write_tree
-
-
-class FakeIrqKernel:
-    """IRQ 0 is a timer the kernel will not move; refuse maps other paths to an errno."""
-
-    def __init__(self, root, monkeypatch):
-        write_tree(root, {
-            "/sys/devices/system/cpu/online": "0-3\n",
-            "/proc/irq/default_smp_affinity": "f\n",
-            "/proc/irq/0/smp_affinity_list": "0-3\n",
-            "/proc/irq/24/smp_affinity_list": "0-3\n",
-            "/proc/irq/25/smp_affinity_list": "2\n",
-            "/proc/irq/26/smp_affinity_list": "0\n",
-        })
-        self.refuse = {"proc/irq/0/smp_affinity_list": errno.EIO}
-        self.real_write = _knobs.write_knob
-        monkeypatch.setattr(_knobs, "write_knob", self.write)
-
-    def write(self, root, relative, value):
-        code = self.refuse.get(relative.lstrip("/"))
-        if code:
-            raise _knobs.KnobError("cannot write %s: refused" % relative, code)
-        self.real_write(root, relative, value)
 
 
 @pytest.fixture
@@ -67,12 +45,42 @@ def test_second_run_is_unchanged_despite_the_unmovable_irq(tmp_path, kernel, run
     assert result["unmovable"] == [{"irq": 0, "reason": "Input/output error"}]
 
 
-def test_check_mode_predicts_the_same_and_writes_nothing_new(tmp_path, kernel, run_module):
+def test_check_mode_writes_nothing_and_says_what_it_could_not_predict(tmp_path, kernel, run_module):
     before = values(tmp_path)
     failed, result = run_module(irq_affinity, {"cpus": "0", "root": str(tmp_path)}, check=True)
     assert not failed and result["changed"]
-    assert result["moved"] == [24, 25] and [u["irq"] for u in result["unmovable"]] == [0]
-    assert values(tmp_path) == before
+    assert kernel.writes == [] and values(tmp_path) == before
+    # nothing tells check mode that IRQ 0 is unmovable on a host never converged: it says so
+    assert result["moved"] == [0, 24, 25] and result["unpredicted"] == [0, 24, 25]
+    assert "could not tell whether IRQs 0, 24, 25 can move" in result["warnings"][0]
+
+
+def test_check_mode_reads_kernel_managed_irqs_from_debugfs(tmp_path, kernel, run_module):
+    write_tree(tmp_path, {
+        "/sys/kernel/debug/irq/irqs/0": "handler:  handle_edge_irq\ndstate: 0x3640\n IRQD_AFFINITY_MANAGED\n",
+        "/sys/kernel/debug/irq/irqs/24": "handler:  handle_edge_irq\ndstate: 0x3400\n IRQD_ACTIVATED\n",
+    })
+    failed, result = run_module(irq_affinity, {"cpus": "0", "root": str(tmp_path)}, check=True)
+    assert not failed and kernel.writes == []
+    assert result["unmovable"] == [{"irq": 0, "reason": "kernel-managed (debugfs IRQD_AFFINITY_MANAGED)"}]
+    assert result["moved"] == [24, 25] and result["unpredicted"] == [25]
+
+
+def test_check_mode_after_a_real_run_predicts_the_recorded_refusal(tmp_path, kernel, run_module):
+    write_tree(tmp_path, {"/sys/kernel/irq/0/actions": "timer\n"})
+    run_module(irq_affinity, {"cpus": "0", "root": str(tmp_path)})
+    assert (tmp_path / "var/lib/cpuinfer/irq-unmovable").read_text().endswith("0 timer\n")
+    (tmp_path / "proc/irq/default_smp_affinity").write_text("00000001\n")
+    kernel.writes.clear()
+    before = values(tmp_path)
+    failed, result = run_module(irq_affinity, {"cpus": "0", "root": str(tmp_path)}, check=True)
+    assert not failed and not result["changed"], result  # the verify playbook sees no drift
+    assert kernel.writes == [] and values(tmp_path) == before
+    assert result["unmovable"][0]["irq"] == 0 and "refused before" in result["unmovable"][0]["reason"]
+    # the record holds only while IRQ 0 serves the same handlers
+    (tmp_path / "sys/kernel/irq/0/actions").write_text("eth0-rx\n")
+    failed, result = run_module(irq_affinity, {"cpus": "0", "root": str(tmp_path)}, check=True)
+    assert result["changed"] and result["unpredicted"] == [0]
 
 
 def test_other_refusal_undoes_the_run(tmp_path, kernel, run_module):

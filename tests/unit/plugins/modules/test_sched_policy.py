@@ -14,6 +14,7 @@ DEFAULT = _sched.Attrs("other", 0, 0, 0, 0, 0, False)
 class FakeSyscalls:
     """Threads' attributes in a dict; refuse[tid] = errno makes the kernel say no."""
 
+    can_change = True
     table = {}
     refuse = {}
     sets = []
@@ -47,7 +48,7 @@ def host(tmp_path, monkeypatch):
     FakeSyscalls.table = {100: DEFAULT, 101: DEFAULT, 200: DEFAULT}
     FakeSyscalls.refuse = {}
     FakeSyscalls.sets = []
-    monkeypatch.setattr(_sched, "Syscalls", FakeSyscalls)
+    monkeypatch.setattr(_sched, "scheduler_for", lambda root: FakeSyscalls())
     return tmp_path
 
 

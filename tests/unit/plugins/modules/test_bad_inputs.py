@@ -1,0 +1,322 @@
+"""The bad inputs an operator can give each module, and the message each gets.
+
+Every case must fail through fail_json with its expected words, without a traceback, with the fake
+host's tree unchanged. docs/bad-inputs.md is this table rendered with the real messages; a test
+keeps it current (CPUINFER_WRITE_DOCS=1 rewrites it).
+"""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.cpuinfer.llm.plugins.modules import (
+    cgroup_v2,
+    host_facts,
+    irq_affinity,
+    perf_paranoid,
+    rdt_cat,
+    sched_policy,
+    thp,
+)
+
+from fake_cgroup import DELEGATED
+from fake_hosts import cgroup_host, irq_host, perf_host, rdt_host, sched_host, thp_host
+from kernel_tree import kunpeng_tree, snapshot, write_tree, xeon_tree
+
+DOC = Path(__file__).resolve().parents[4] / "docs" / "bad-inputs.md"
+GROUP = DELEGATED + "/model-a"
+KHUGEPAGED = "/sys/kernel/mm/transparent_hugepage/khugepaged/"
+CPU = "/sys/devices/system/cpu/"
+
+THP = [
+    ({}, "nothing to set"),
+    ({"enabled": "sometimes"}, "value of enabled must be one of"),
+    ({"enabled": "１"}, "value of enabled must be one of"),
+    ({"defrag": "always madvise"}, "value of defrag must be one of"),
+    ({"khugepaged": 0}, "khugepaged must be a dict of"),
+    ({"khugepaged": "fast"}, "dictionary requested"),
+    ({"khugepaged": {"pages_to_scan": 0}}, "pages_to_scan must be at least 1"),
+    ({"khugepaged": {"pages_to_scan": -1}}, "must be in 0..4294967295"),
+    ({"khugepaged": {"pages_to_scan": 2 ** 32}}, "must be in 0..4294967295"),
+    ({"khugepaged": {"pages_to_scan": "１０"}}, "khugepaged.pages_to_scan '１０': write the number with the digits 0-9 only"),
+    ({"khugepaged": {"pages_to_scan": "0x10"}}, "cannot be converted to an int"),
+    ({"khugepaged": {"pages_to_scan": True}}, "khugepaged.pages_to_scan must be a number, not true or false"),
+    ({"khugepaged": {"max_ptes_none": 512}}, "max_ptes_none must be at most 511"),
+    ({"khugepaged": {"max_ptes_none": 100000}}, "max_ptes_none must be at most 511"),
+    ({"khugepaged": {"defrag": 2}}, "khugepaged.defrag must be 0 or 1"),
+    ({"khugepaged": {"scan_sleep_millisecs": -5}}, "must be in 0..4294967295"),
+    ({"khugepaged": {"alloc_sleep_millisecs": 1.5}}, "cannot be converted to an int"),
+    ({"khugepaged": {"sleep": 10}}, "Unsupported parameters"),
+    ({"enabled": "madvise", "persistent": "perhaps"}, "persistent"),
+    ({"enabled": "madvise", "colour": "red"}, "Unsupported parameters"),
+    ({"enabled": "madvise"}, "holds 'lots', not a number", {KHUGEPAGED + "pages_to_scan": "lots\n"}),
+    ({"enabled": "madvise"}, "no [selected] choice", {"/sys/kernel/mm/transparent_hugepage/enabled": "always\n"}),
+    ({"enabled": "madvise"}, "holds '４０９６', not a number", {KHUGEPAGED + "pages_to_scan": "４０９６\n"}),
+]
+PERF = [
+    ({}, "level is required with state=present"),
+    ({"level": 5}, "level must be between -1 and 4"),
+    ({"level": -2}, "level must be between -1 and 4"),
+    ({"level": -1}, "refused without allow_unrestricted=true"),
+    ({"level": "２"}, "level '２': write the number with the digits 0-9 only"),
+    ({"level": "1_0"}, "level '1_0': write the number with the digits 0-9 only"),
+    ({"level": "high"}, "cannot be converted to an int"),
+    ({"level": "0x2"}, "cannot be converted to an int"),
+    ({"level": True}, "level must be a number, not true or false"),
+    ({"level": False}, "level must be a number, not true or false"),
+    ({"level": 2.5}, "cannot be converted to an int"),
+    ({"level": [2]}, "cannot be converted to an int"),
+    ({"level": 2, "state": "absent"}, "level is not used with state=absent"),
+    ({"level": 2, "state": "gone"}, "value of state must be one of"),
+    ({"level": 2, "allow_unrestricted": "maybe"}, "allow_unrestricted"),
+    ({"level": 2, "persistent": "maybe"}, "persistent"),
+    ({"level": 2, "colour": "red"}, "Unsupported parameters"),
+    ({"level": 10 ** 20}, "level must be between -1 and 4"),
+    ({"level": 2}, "holds '３', not an integer", {"/proc/sys/kernel/perf_event_paranoid": "３\n"}),
+    ({"level": 2}, "holds '', not an integer", {"/proc/sys/kernel/perf_event_paranoid": "\n"}),
+    ({"level": 2}, "holds 'restricted', not an integer", {"/proc/sys/kernel/perf_event_paranoid": "restricted\n"}),
+]
+CGROUP = [
+    ({"path": "/sys/fs/cgroup/x"}, "path must be relative to the cgroup2 mount"),
+    ({"path": ""}, "path must be relative to the cgroup2 mount"),
+    ({"path": GROUP + "/../x"}, "has an empty, '.' or '..' component"),
+    ({"path": "system.slice/other"}, "is not below a unit started with Delegate=yes"),
+    ({"path": GROUP, "cpu_weight": 0}, "cpu_weight must be in 1..10000"),
+    ({"path": GROUP, "cpu_weight": True}, "cpu_weight must be a number, not true or false"),
+    ({"path": GROUP, "cpu_max": "１０００ 100000"}, "cpu_max '１０００ 100000' is malformed"),
+    ({"path": GROUP, "cpu_max": "500 100000"}, "quota 500 is below 1000 us"),
+    ({"path": GROUP, "cpu_max": "50000 5000000"}, "period 5000000 is outside 1000..1000000 us"),
+    ({"path": GROUP, "memory_max": "512"}, "memory_max '512' is 512 bytes, below the 16M"),
+    ({"path": GROUP, "memory_high": "0"}, "memory_high '0' is 0 bytes, below the 16M no process can run in (an instant OOM); for no limit write 'max'"),
+    ({"path": GROUP, "memory_max": "１G"}, "unknown size '１G'"),
+    ({"path": GROUP, "memory_max": "-1G"}, "unknown size '-1G'"),
+    ({"path": GROUP, "memory_high": "2G", "memory_max": "1G"}, "memory_high (2G) must not exceed memory_max (1G)"),
+    ({"path": GROUP, "io_max": {"8:0": 5}}, "io_max[8:0] must be a dict of rbps, wbps, riops, wiops, not 5"),
+    ({"path": GROUP, "io_max": {"8:0": {"riops": -5}}}, "io_max[8:0].riops must be a whole number"),
+    ({"path": GROUP, "io_max": {"8:0": {"wbps": 0}}}, "io_max[8:0].wbps is 0"),
+    ({"path": GROUP, "io_max": {"8:0": {"rbps": "-5M"}}}, "io_max[8:0].rbps: unknown size '-5M'"),
+    ({"path": GROUP, "io_max": {"9:9": {"rbps": "1M"}}}, "'9:9' is not a block device of this host"),
+    ({"path": GROUP, "io_weight": {"default": True}}, "io_weight[default] must be an integer in 1..10000, not True"),
+    ({"path": GROUP, "io_weight": {"default": "１００"}}, "io_weight[default] must be an integer in 1..10000, not '１００'"),
+    ({"path": GROUP, "io_weight": {"default": 0}}, "io_weight[default] must be an integer in 1..10000, not 0"),
+    ({"path": GROUP, "cpuset_cpus": "0-7"}, "CPUs 4-7 not online"),
+    ({"path": GROUP, "cpuset_cpus": "１"}, "malformed CPU list element '１'"),
+    ({"path": GROUP, "cpuset_cpus": "3-1"}, "reversed range '3-1'"),
+    ({"path": GROUP, "cpuset_mems": "1"}, "NUMA nodes 1 not online"),
+    ({"path": GROUP, "pids_max": "１０"}, "pids_max must be a non-negative integer or 'max'"),
+    ({"path": GROUP, "procs": [1]}, "procs: 1 are PID 1 or kernel threads"),
+    ({"path": GROUP, "procs": [2]}, "procs: 2 are PID 1 or kernel threads"),
+    ({"path": GROUP, "procs": [999999]}, "procs: no process 999999"),
+    ({"path": GROUP, "procs": [0]}, "procs: no process 0"),
+    ({"path": GROUP, "controllers": ["gpu"]}, "value of controllers must be one or more of"),
+    ({"path": GROUP, "memory_max": "1G"}, "this host mounts cgroup v1 at /sys/fs/cgroup",
+     {"/proc/mounts": "cgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0\n"}),
+    ({"path": GROUP, "memory_max": "1G", "require_delegation": False}, "v1 beside v2 (hybrid)",
+     {"/proc/mounts": "cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\ncgroup /sys/fs/cgroup/cpu cgroup rw,cpu 0 0\n"}),
+]
+RDT = [
+    ({"name": "info"}, "group name 'info' is not allowed"),
+    ({"name": "a/b"}, "group name 'a/b' is not allowed"),
+    ({"name": "", "state": "absent"}, "the default group cannot be removed"),
+    ({"name": "inference", "schemata": {"L3": 255}}, "255 is a number, not a hex mask; quote the mask"),
+    ({"name": "inference", "schemata": {"L3": "xyz"}}, "'xyz' is not a hex mask"),
+    ({"name": "inference", "schemata": {"L3": "ｆｆ"}}, "'ｆｆ' is not a hex mask"),
+    ({"name": "inference", "schemata": {"L3": ["f"]}}, "not a list"),
+    ({"name": "inference", "schemata": {"L3": "1000"}}, "bits outside cbm_mask fff"),
+    ({"name": "inference", "schemata": {"L3": "f0f"}}, "is not contiguous"),
+    ({"name": "inference", "schemata": {"L3": "0"}}, "fewer than min_cbm_bits=1"),
+    ({"name": "inference", "schemata": {"L3": {"7": "f"}}}, "L3 has no domain 7"),
+    ({"name": "inference", "schemata": {"L4": "f"}}, "unknown resource 'L4'"),
+    ({"name": "inference", "schemata": {"L2": "f"}}, "this host does not offer L2"),
+    ({"name": "inference", "schemata": {"MB": "５０"}}, "'５０' is not a whole number"),
+    ({"name": "inference", "schemata": {"MB": True}}, "True is not a whole number"),
+    ({"name": "inference", "schemata": {"MB": 55}}, "not a multiple of bandwidth_gran 10"),
+    ({"name": "inference", "schemata": {"MB": 5}}, "outside 10..100"),
+    ({"name": "inference", "cpus": "0-63"}, "cpus 8-63 are not online"),
+    ({"name": "inference", "cpus": "x"}, "malformed CPU list element 'x'"),
+    ({"name": "inference", "monitor": ["decode"]}, "unable to convert to dict"),
+    ({"name": "inference", "monitor": 5}, "unable to convert to dict"),
+    ({"name": "inference", "monitor": {"decode": "4242"}}, "monitor[decode] must be a list of process ids"),
+    ({"name": "inference", "monitor": {"": [4242]}}, "monitor group name '' is not allowed"),
+    ({"name": "inference", "unit": ""}, "unit must not be empty"),
+    ({"name": "inference", "unit": "gone.service"}, "unit gone.service is not running"),
+    ({"name": "inference", "pids": [0]}, "no process 0"),
+    ({"name": "inference", "mount": True}, "mount must be a dict of cdp, cdpl2, mba_MBps"),
+]
+IRQ = [
+    ({}, "missing required arguments: cpus"),
+    ({"cpus": ""}, "cpus is empty"),
+    ({"cpus": "0-9"}, "cpus 4-9 are not online"),
+    ({"cpus": "１"}, "malformed CPU list element '１'"),
+    ({"cpus": "²"}, "malformed CPU list element '²'"),
+    ({"cpus": "3-1"}, "reversed range '3-1'"),
+    ({"cpus": "0-"}, "malformed CPU list element '0-'"),
+    ({"cpus": "-1"}, "malformed CPU list element '-1'"),
+    ({"cpus": "a,b"}, "malformed CPU list element 'a'"),
+    ({"cpus": "0,,1"}, "malformed CPU list element ''"),
+    ({"cpus": "0-1-2"}, "malformed CPU list element '0-1-2'"),
+    ({"cpus": "0x1"}, "malformed CPU list element '0x1'"),
+    ({"cpus": "0 1"}, "malformed CPU list element '0 1'"),
+    ({"cpus": "99999999999999999999"}, "not online"),
+    ({"cpus": "0", "match": "near"}, "value of match must be one of"),
+    ({"cpus": "0", "default": "perhaps"}, "default"),
+    ({"cpus": "0", "colour": "red"}, "Unsupported parameters"),
+    ({"cpus": ["0"]}, "malformed CPU list element"),
+    ({"cpus": "0"}, "malformed CPU list element 'x'", {CPU + "online": "x\n"}),
+    ({"cpus": "0"}, "malformed CPU list element '２'", {"/proc/irq/24/smp_affinity_list": "２\n"}),
+]
+SCHED = [
+    ({"pid": 100}, "policy is required with state=present"),
+    ({"policy": "idle"}, "give exactly one of pid, pids, unit, process_name (got none)"),
+    ({"pid": 100, "unit": "llama.service", "policy": "idle"}, "give exactly one of"),
+    ({"unit": "", "policy": "idle"}, "unit must not be empty"),
+    ({"process_name": "", "policy": "idle"}, "process_name must not be empty"),
+    ({"process_name": " ", "policy": "idle"}, "process_name must not be empty"),
+    ({"pid": 1, "policy": "idle"}, "processes 1 are PID 1 or kernel threads"),
+    ({"pid": 2, "policy": "idle"}, "processes 2 are PID 1 or kernel threads"),
+    ({"pid": 0, "policy": "idle"}, "no process 0"),
+    ({"pid": -1, "policy": "idle"}, "no process -1"),
+    ({"pid": 999, "policy": "idle"}, "no process 999"),
+    ({"pid": "１００", "policy": "idle"}, "pid '１００': write the number with the digits 0-9 only"),
+    ({"pid": 100, "policy": "fifo"}, "policy fifo needs priority 1..99"),
+    ({"pid": 100, "policy": "fifo", "priority": 100}, "policy fifo needs priority 1..99"),
+    ({"pid": 100, "policy": "fifo", "priority": True}, "priority must be a number, not true or false"),
+    ({"pid": 100, "policy": "other", "priority": 5}, "priority is only for fifo and rr"),
+    ({"pid": 100, "policy": "batch", "nice": 20}, "nice (-20..19) applies to other and batch only"),
+    ({"pid": 100, "policy": "deadline", "runtime": "１ms", "deadline": "10ms"}, "'１ms' is not a duration"),
+    ({"pid": 100, "policy": "deadline", "runtime": "20ms", "deadline": "10ms"}, "runtime (20000000) <= deadline"),
+    ({"pid": 100, "policy": "deadline", "runtime": "100ns", "deadline": "10ms"}, "1024 ns <= runtime"),
+    ({"pid": 100, "policy": "idle", "runtime": "2ms"}, "only for policy deadline"),
+    ({"pid": 100, "policy": "realtime"}, "value of policy must be one of"),
+    ({"pid": 100, "policy": "idle"}, "root is ROOT, not /: this module changes real threads through system calls"),
+    ({"pid": 100, "policy": "fifo", "priority": 5}, "real-time throttling is off",
+     {"/proc/sys/kernel/sched_rt_runtime_us": "-1\n"}),
+]
+
+
+def _facts_host(mutate):
+    def build(root, monkeypatch):
+        xeon_tree(root)
+        mutate(Path(root))
+    return build
+
+
+def _unlink(relative):
+    return lambda root: (root / relative.lstrip("/")).unlink()
+
+
+def _write(files):
+    return lambda root: write_tree(root, files)
+
+
+FACTS = [
+    ({}, "sysfs is inconsistent: /sys/devices/system/cpu/online lists CPUs 64-127", _write({CPU + "online": "0-127\n"})),
+    ({}, "CPUs 1 have no topology/physical_package_id", _unlink(CPU + "cpu1/topology/physical_package_id")),
+    ({}, "physical_package_id holds 'zz', not a number", _write({CPU + "cpu1/topology/physical_package_id": "zz\n"})),
+    ({}, "physical_package_id holds '１', not a number", _write({CPU + "cpu1/topology/physical_package_id": "１\n"})),
+    ({}, "index3/level holds 'three', not a number", _write({CPU + "cpu0/cache/index3/level": "three\n"})),
+    ({}, "index3/level holds '３', not a number", _write({CPU + "cpu0/cache/index3/level": "３\n"})),
+    ({}, "malformed CPU list element 'x'", _write({CPU + "online": "x\n"})),
+    ({}, "malformed CPU list element '0-'", _write({CPU + "online": "0-\n"})),
+    ({}, "reversed range '7-0'", _write({CPU + "online": "7-0\n"})),
+    ({}, "malformed CPU list element 'a'", _write({CPU + "cpu0/cache/index3/shared_cpu_list": "a\n"})),
+    ({}, "unknown size 'big'", _write({CPU + "cpu0/cache/index3/size": "big\n"})),
+    ({}, "unknown size '３２K'", _write({CPU + "cpu0/cache/index3/size": "３２K\n"})),
+    ({}, "cannot read", _unlink("/proc/cpuinfo")),
+    ({}, "cannot read", _unlink("/proc/mounts")),
+    ({}, "cannot read", _unlink(CPU + "cpu0/cache/index3/type")),
+    ({}, "malformed CPU list element '?'", _write({"/sys/devices/system/node/node0/cpulist": "?\n"})),
+    ({}, "malformed CPU list element 'zz'", _write({CPU + "cpu0/topology/thread_siblings_list": "zz\n"})),
+    ({}, "sysfs is inconsistent", _write({CPU + "online": "0-63,200\n"})),
+    ({}, "CPUs 0 have no topology/physical_package_id", _unlink(CPU + "cpu0/topology/physical_package_id")),
+    ({}, "Unsupported parameters", _write({})),
+]
+FACTS[-1] = ({"colour": "red"},) + FACTS[-1][1:]
+
+
+def _midr_garbage(root):
+    kunpeng_tree(root)
+    write_tree(root, {CPU + "cpu0/regs/identification/midr_el1": "0xnothex\n"})
+
+
+def _cases():
+    table = [(thp, thp_host, THP), (perf_paranoid, perf_host, PERF), (cgroup_v2, cgroup_host, CGROUP),
+             (rdt_cat, rdt_host, RDT), (irq_affinity, irq_host, IRQ), (sched_policy, sched_host, SCHED)]
+    for module, build, cases in table:
+        for entry in cases:
+            args, words = entry[0], entry[1]
+            files = entry[2] if len(entry) > 2 else {}
+            yield module, build, args, words, files
+    for args, words, mutate in FACTS:
+        yield host_facts, _facts_host(mutate), args, words, {}
+    yield host_facts, lambda root, monkeypatch: _midr_garbage(root), {}, "midr_el1 holds '0xnothex', not a number", {}
+
+
+CASES = list(_cases())
+
+
+def _name(module):
+    return module.__name__.rsplit(".", 1)[1]
+
+
+def refusal(run_module, monkeypatch, tmp_path, module, build, args, files):
+    build(tmp_path, monkeypatch)
+    write_tree(tmp_path, files)
+    before = snapshot(tmp_path)
+    failed, result = run_module(module, dict(args, root=str(tmp_path)))
+    message = result.get("msg", "").replace(str(tmp_path), "ROOT").replace("(basic.py)", "(MODULE)")
+    # ansible-core lists the boolean spellings from a set: their order changes from run to run
+    message = re.sub(r"Valid booleans include: .*", "Valid booleans include: yes, no, true, false, ...", message)
+    return failed, result, message, snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("module,build,args,words,files", CASES,
+                         ids=["%s-%d" % (_name(c[0]), i) for i, c in enumerate(CASES)])
+def test_refused_with_a_clear_message_and_nothing_written(run_module, monkeypatch, tmp_path, module, build, args,
+                                                          words, files):
+    failed, result, message, unchanged = refusal(run_module, monkeypatch, tmp_path, module, build, args, files)
+    assert failed, result
+    assert words in message, message
+    assert "exception" not in result and "internal error" not in message
+    assert unchanged
+
+
+def test_every_module_has_twenty_bad_inputs():
+    counts = {}
+    for case in CASES:
+        counts[_name(case[0])] = counts.get(_name(case[0]), 0) + 1
+    assert len(counts) == 7 and min(counts.values()) >= 20, counts
+
+
+def _cell(value):
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def render(run_module, monkeypatch, tmp_root):
+    lines = ["# Bad inputs and what each module answers", "",
+             "Generated from `tests/unit/plugins/modules/test_bad_inputs.py` (`CPUINFER_WRITE_DOCS=1 scripts/test units`",
+             "rewrites it); each row is a test that checks the refusal, that no traceback comes with it and that the",
+             "host's files are unchanged. Messages are verbatim; ROOT stands for the module's `root`, MODULE for its",
+             "name.", ""]
+    current = None
+    for index, (module, build, args, words, files) in enumerate(CASES):
+        if _name(module) != current:
+            current = _name(module)
+            lines += ["", "## %s" % current, "", "| input | host files | message |", "|---|---|---|"]
+        directory = tmp_root / str(index)
+        directory.mkdir()
+        dummy_failed, dummy_result, message, dummy = refusal(run_module, monkeypatch, directory, module, build, args, files)
+        host = ", ".join("`%s` = %r" % (path, text.strip()) for path, text in files.items()) or ""
+        if module is host_facts and not host:
+            host = "see the test"
+        lines.append("| `%s` | %s | %s |" % (_cell(args), _cell(host), _cell(message)))
+    return "\n".join(lines) + "\n"
+
+
+def test_docs_table_is_current(run_module, monkeypatch, tmp_path):
+    text = render(run_module, monkeypatch, tmp_path)
+    if os.environ.get("CPUINFER_WRITE_DOCS"):
+        DOC.write_text(text, encoding="utf-8")
+    assert DOC.exists() and DOC.read_text(encoding="utf-8") == text, "run CPUINFER_WRITE_DOCS=1 scripts/test units"
