@@ -6,6 +6,8 @@
              the memory-bandwidth bound of token generation
   converge   first converge vs re-converge, 1 host vs 3 hosts, wheel builds per run
   governor   p99 per phase of a ramping neighbour, fixed CPU quota vs the SLO governor
+  concurrency  1/2/4/8 concurrent streaming clients, llama-server vs the Python server, on this machine
+             natively and in a lab VM
 
 Run through benchmarks/run, which sets up the environment (README's command).
 """
@@ -147,11 +149,11 @@ def controller_build_class():
     return facts["llama_build_class"], facts["llama_cmake_args"]
 
 
-def role_wheel(build_class, cmake_args):
-    """The wheel exactly as roles/llama_server builds it (same script, arguments, cache)."""
+def role_build(build_class, cmake_args):
+    """The engine build exactly as roles/llama_server makes it (same script, arguments, cache)."""
     files = REPO / "roles" / "llama_server" / "files"
-    argv = [sys.executable, files / "llama_wheel.py", "--version", LLAMA_VERSION, "--build-class", build_class,
-            "--cache", Path.home() / ".cache" / "cpuinfer-llm" / "wheels", "--machine", platform.machine(),
+    argv = [sys.executable, files / "llama_build.py", "--version", LLAMA_VERSION, "--build-class", build_class,
+            "--cache", Path.home() / ".cache" / "cpuinfer-llm" / "builds", "--machine", platform.machine(),
             "--python-version", "%d.%d" % sys.version_info[:2], "--glibc", platform.libc_ver()[1],
             "--constraints", files / "server-constraints.txt"] + ["--cmake-arg=" + a for a in cmake_args]
     started = time.monotonic()
@@ -160,8 +162,9 @@ def role_wheel(build_class, cmake_args):
     return result
 
 
-def venv_with(name, install_args):
-    """A venv under .build/bench-build/NAME with llama_cpp installed; reused on later runs."""
+def venv_with(name, install_args, engine=None):
+    """A venv under .build/bench-build/NAME with llama_cpp installed (with a role build's engine
+    libraries linked in as the role does on hosts); reused on later runs."""
     venv = BENCH_BUILD / name
     python = venv / "bin" / "python"
     stamp = venv / ".installed"
@@ -170,6 +173,10 @@ def venv_with(name, install_args):
     run(["/usr/bin/python3", "-m", "venv", "--clear", venv])
     started = time.monotonic()
     run([python, "-m", "pip", "install", "--quiet", *install_args])
+    if engine:
+        package = venv / "lib" / ("python%d.%d" % sys.version_info[:2]) / "site-packages" / "llama_cpp"
+        (package / "lib").unlink(missing_ok=True)
+        (package / "lib").symlink_to(engine)
     stamp.write_text(json.dumps(install_args))
     return python, round(time.monotonic() - started)
 
@@ -195,10 +202,11 @@ def build(args):
         if flags is None:  # the lab's class, with the flags host_facts gives an AVX2 host
             flags = ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
                      "-DGGML_BMI2=ON", "-DGGML_AVX512=OFF"]
-        wheel = role_wheel(klass, flags)
-        deps = str(Path(wheel["wheel"]).parent / "deps")
-        python, install_s = venv_with(klass, ["--no-index", "--find-links", deps, wheel["wheel"]])
-        variants[label] = {"python": python, "build_seconds": wheel["seconds"] if wheel["built"] else None,
+        build = role_build(klass, flags)
+        directory = Path(build["archive"][:-len(".tar.gz")])
+        python, install_s = venv_with(klass, ["--no-index", "--find-links", directory / "deps",
+                                              directory / build["manifest"]["wheel"]], engine=directory / "engine")
+        variants[label] = {"python": python, "build_seconds": build["seconds"] if build["built"] else None,
                            "cmake_args": flags, "install_seconds": install_s}
     plain_args = ["--no-cache-dir", "llama-cpp-python==" + LLAMA_VERSION]
     python, install_s = venv_with("plain-pip", plain_args)
@@ -249,7 +257,7 @@ def build_markdown(data):
 
 
 RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
-WHEEL_TASK = "TASK [cpuinfer.llm.llama_server : Build llama-cpp-python once per CPU class"
+WHEEL_TASK = "TASK [cpuinfer.llm.llama_server : Build the engine once per CPU class"
 
 
 def recap(output):
@@ -270,7 +278,7 @@ def converge(args):
     inventory = REPO / "benchmarks" / "converge" / "inventory"
     vms = json.loads(topology_path.read_text(encoding="utf-8"))["vms"]
     ensure_model("llama-tiny")
-    extra = ["-e", "llama_server_wheel_cache=%s" % args.wheel_cache] if args.wheel_cache else []
+    extra = ["-e", "llama_server_build_cache=%s" % args.wheel_cache] if args.wheel_cache else []
     runs = []
     for count in (1, 3):
         names = [vm["name"] for vm in vms[:count]]
@@ -352,6 +360,133 @@ def governor_markdown(data):
     return "\n".join(lines)
 
 
+CONCURRENCY_SLOTS = 8
+
+
+def native_servers(model, threads, n_ctx):
+    """llama-server and the Python server from the role's build for this machine's class, on loopback."""
+    build_class, cmake_args = controller_build_class()
+    build = role_build(build_class, cmake_args)
+    directory = Path(build["archive"][:-len(".tar.gz")])
+    python, dummy_install = venv_with(build_class, ["--no-index", "--find-links", directory / "deps",
+                                                    str(directory / build["manifest"]["wheel"]) + "[server]"],
+                                      engine=directory / "engine")
+    common = ["--host", "127.0.0.1"]
+    return {
+        "llama-server": [directory / "engine" / "llama-server", "--model", model, "--port", "18091", *common,
+                         "--threads", threads, "--threads-batch", threads, "--parallel", CONCURRENCY_SLOTS,
+                         "--ctx-size", n_ctx * CONCURRENCY_SLOTS, "--no-webui"],
+        "llama-cpp-python": [python, "-m", "llama_cpp.server", "--model", model, "--port", "18092", *common,
+                             "--n_threads", threads, "--n_threads_batch", threads, "--n_ctx", n_ctx,
+                             "--logits_all", "False", "--verbose", "False", "--interrupt_requests", "False"],
+    }, build
+
+
+def wait_listening(port, seconds=120):
+    import socket
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise SystemExit("bench: nothing listens on 127.0.0.1:%d" % port)
+
+
+def concurrency_native(args, model):
+    commands, build = native_servers(model, args.threads, args.n_ctx)
+    processes = [subprocess.Popen([str(a) for a in argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for argv in commands.values()]
+    try:
+        for port in (18091, 18092):
+            wait_listening(port)
+        config = BENCH_BUILD / "concurrency-native.json"
+        config.write_text(json.dumps({"servers": {"llama-server": 18091, "llama-cpp-python": 18092},
+                                      "clients": args.clients, "rounds": args.rounds, "tokens": args.tokens}))
+        out = run([sys.executable, REPO / "benchmarks" / "concurrency" / "load.py", config], stdout=subprocess.PIPE,
+                  text=True).stdout
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(timeout=30)
+    return json.loads(out)["trials"], build["key"]
+
+
+VM_MODEL = "llama-bench"  # pinned by sha256 in benchmarks/concurrency/inventory; software emulation is slow
+
+
+def concurrency_vm(args):
+    topology = REPO / "benchmarks" / "concurrency" / "topology.json"
+    inventory = REPO / "benchmarks" / "concurrency" / "inventory"
+    ensure_model(VM_MODEL)
+    if not args.reuse:
+        lab("up", "--topology", topology)
+    try:
+        lab("inventory", "--topology", topology, "--output", inventory / "hosts.yml")
+        playbook(inventory, "benchmarks/concurrency/prepare.yml")
+        playbook(inventory, "benchmarks/concurrency/measure.yml", "-e", json.dumps(
+            {"bench_clients": args.clients, "bench_rounds": args.vm_rounds, "bench_tokens": args.vm_tokens}))
+    finally:
+        if not args.keep:
+            lab("down", *[vm["name"] for vm in json.loads(topology.read_text(encoding="utf-8"))["vms"]])
+    return json.loads((REPO / ".build" / "bench-concurrency-raw.json").read_text(encoding="utf-8"))["trials"]
+
+
+def concurrency(args):
+    role_python = None
+    if not args.skip_native:
+        build_class, cmake_args = controller_build_class()
+        build = role_build(build_class, cmake_args)
+        directory = Path(build["archive"][:-len(".tar.gz")])
+        role_python, dummy = venv_with(build_class, ["--no-index", "--find-links", directory / "deps",
+                                                     str(directory / build["manifest"]["wheel"]) + "[server]"],
+                                       engine=directory / "engine")
+    places = {}
+    if not args.skip_native:
+        model = q8_model(role_python)
+        trials, key = concurrency_native(args, model)
+        places["controller (native)"] = {"model": model.name, "threads": args.threads, "tokens": args.tokens,
+                                         "rounds": args.rounds, "build": key, "trials": trials}
+    if not args.skip_vm:
+        trials = concurrency_vm(args)
+        places["lab VM (TCG, 2 vCPUs)"] = {"model": VM_MODEL, "threads": 2, "tokens": args.vm_tokens,
+                                           "rounds": args.vm_rounds, "trials": trials}
+    for place in places.values():
+        place["summary"] = stats.summarize_concurrency(place["trials"])
+        place["goal_4_clients"] = {server: stats.concurrency_goal(place["summary"], server)
+                                   for server in place["summary"] if "4" in place["summary"][server]}
+    data = {"environment": environment(), "note": EMULATION_NOTE, "slots": CONCURRENCY_SLOTS, "places": places}
+    write_report("concurrency", data, concurrency_markdown(data))
+
+
+def concurrency_markdown(data):
+    env = data["environment"]
+    lines = ["# Concurrent clients: llama-server vs the Python server", "",
+             "Command: `%s` (%s, commit %s, controller: %s, %s CPUs)." % (
+                 env["command"], env["date"], env["commit"], env["controller_cpu"], env["controller_cpus"]), "",
+             "Both engines from the same role build (one llama.cpp), same model, same threads; llama-server with "
+             "%d slots. Interleaved: every round runs every client count against both servers, one trial at a time. "
+             "Aggregate tokens/s = all streams' tokens / the trial's wall time (first request to last end). "
+             "Goal (issue 15): with 4 clients llama-server delivers >= 2.5x the aggregate tokens/s of 1 client, "
+             "with p99 inter-token <= 2x the 1-client p99." % data["slots"], ""]
+    for place, result in data["places"].items():
+        lines += ["## %s" % place, "", "Model %s, %s threads, %d tokens per stream, %d rounds." % (
+            result["model"], result["threads"], result["tokens"], result["rounds"]), "",
+            "| server | clients | aggregate tok/s (median) | per round | per-stream tok/s | TTFT p50 / p99 ms | "
+            "inter-token p50 / p99 ms |", "|---|---|---|---|---|---|---|"]
+        for server, by_clients in result["summary"].items():
+            for clients, s in sorted(by_clients.items(), key=lambda item: int(item[0])):
+                lines.append("| %s | %s | %.2f | %s | %.2f | %s / %s | %s / %s |" % (
+                    server, clients, s["aggregate_tokens_per_second_median"],
+                    " ".join("%.2f" % a for a in s["aggregate_tokens_per_second_per_round"]),
+                    s["per_stream_tokens_per_second_median"], s["first_token_p50_ms"], s["first_token_p99_ms"],
+                    s["inter_token_p50_ms"], s["inter_token_p99_ms"]))
+        lines += [""] + ["- %s, 4 clients vs 1: aggregate %.2fx, p99 inter-token %sx: goal %s" % (
+            server, goal["aggregate_speedup"], goal["inter_token_p99_ratio"], "met" if goal["met"] else "NOT met")
+            for server, goal in result["goal_4_clients"].items()] + [""]
+    return "\n".join(lines)
+
+
 def main():
     top = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="benchmark", required=True)
@@ -378,6 +513,19 @@ def main():
     p.add_argument("--wheel-cache", help="a wheel cache directory (an empty one counts the builds of a cold run)")
     p.add_argument("--keep", action="store_true", help="leave the three converged VMs running")
     p.set_defaults(func=converge)
+    p = sub.add_parser("concurrency")
+    p.add_argument("--clients", type=int, nargs="+", default=[1, 2, 4, 8])
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--tokens", type=int, default=32)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--n-ctx", type=int, default=256, help="context per slot")
+    p.add_argument("--vm-rounds", type=int, default=2)
+    p.add_argument("--vm-tokens", type=int, default=16)
+    p.add_argument("--skip-native", action="store_true")
+    p.add_argument("--skip-vm", action="store_true")
+    p.add_argument("--keep", action="store_true", help="leave the VM running")
+    p.add_argument("--reuse", action="store_true", help="use the VM a --keep run left running")
+    p.set_defaults(func=concurrency)
     args = top.parse_args()
     args.func(args)
 

@@ -40,3 +40,40 @@ def ratio(summary, variant, baseline):
         "tokens_per_second": round(mine["tokens_per_second_median"] / base["tokens_per_second_median"], 3),
         "inter_token_p99": round(mine["inter_token_p99_ms"] / base["inter_token_p99_ms"], 3),
     }
+
+
+def summarize_concurrency(trials):
+    """{server: {clients: figures}} from load.py's trials: aggregate tokens/s is all streams' tokens
+    over the trial's wall time (first start to last end), not chunk arrival; percentiles pool every
+    stream of every round."""
+    summary = {}
+    for server in sorted({t["server"] for t in trials}):
+        summary[server] = {}
+        for clients in sorted({t["clients"] for t in trials if t["server"] == server}):
+            chosen = [t for t in trials if t["server"] == server and t["clients"] == clients]
+            streams = [s for t in chosen for s in t["streams"]]
+            aggregate = [sum(s["tokens"] for s in t["streams"]) /
+                         (max(s["end"] for s in t["streams"]) - min(s["start"] for s in t["streams"])) for t in chosen]
+            first = [(s["first_token"] - s["start"]) * 1000 for s in streams if s["first_token"] is not None]
+            gaps = [g for s in streams for g in s["gaps_ms"]]
+            summary[server][str(clients)] = {
+                "trials": len(chosen),
+                "aggregate_tokens_per_second_median": round(statistics.median(aggregate), 3),
+                "aggregate_tokens_per_second_per_round": [round(a, 3) for a in aggregate],
+                "per_stream_tokens_per_second_median": round(statistics.median(
+                    s["tokens"] / (s["end"] - s["start"]) for s in streams), 3),
+                "first_token_p50_ms": round(percentile(first, 0.5), 1),
+                "first_token_p99_ms": round(percentile(first, 0.99), 1),
+                "inter_token_p50_ms": percentile(gaps, 0.5),
+                "inter_token_p99_ms": percentile(gaps, 0.99),
+            }
+    return summary
+
+
+def concurrency_goal(summary, server, clients=4, baseline=1):
+    """The issue's goal: with `clients` streams, >= 2.5x the aggregate tokens/s of one, p99 inter-token <= 2x."""
+    mine, base = summary[server][str(clients)], summary[server][str(baseline)]
+    speedup = round(mine["aggregate_tokens_per_second_median"] / base["aggregate_tokens_per_second_median"], 2)
+    p99 = round(mine["inter_token_p99_ms"] / base["inter_token_p99_ms"], 2) if base["inter_token_p99_ms"] else None
+    return {"aggregate_speedup": speedup, "inter_token_p99_ratio": p99,
+            "met": speedup >= 2.5 and p99 is not None and p99 <= 2.0}

@@ -22,6 +22,8 @@ def sample(port):
     stream = client.completions.create(model="tiny-llama", prompt="The inference server says", max_tokens=16,
                                        stream=True)
     for chunk in stream:
+        if not chunk.choices or not chunk.choices[0].text:
+            continue  # llama-server closes the stream with an empty chunk that carries the finish reason
         if first is None:
             first = time.monotonic()
         pieces.append(chunk.choices[0].text)

@@ -190,3 +190,51 @@ class LatencyHistogram:
             histogram.add({"unit": unit}, running, "_count")
             rate.add({"unit": unit}, self.rates[unit])
         return [histogram, rate]
+
+
+ENGINE_PREFIX = "cpuinfer_engine_"
+ENGINE_NAMESPACE = "llamacpp:"
+
+
+def _sample(line):
+    """'name{a="b"} 1.5' -> ('name', {'a': 'b'}, '1.5'); None for what is no sample."""
+    name, brace, rest = line.partition("{")
+    labels = {}
+    if brace:
+        inner, _close, rest = rest.rpartition("}")
+        for pair in inner.split(","):
+            key, _eq, value = pair.partition("=")
+            if key.strip():
+                labels[key.strip()] = value.strip().strip('"')
+        fields = rest.split()
+    else:
+        fields = line.split()
+        name = fields[0] if fields else ""
+        fields = fields[1:]
+    return (name.strip(), labels, fields[0]) if fields else None
+
+
+def engine_families(families, unit, text):
+    """Add llama-server's /metrics of one unit to families ({name: Family}), renamed: colons are
+    for recording rules, so 'llamacpp:prompt_tokens_total' becomes 'cpuinfer_engine_prompt_tokens_total',
+    labelled with the unit. Families are shared by name across units (one HELP/TYPE each)."""
+    described = {}
+    for line in text.splitlines():
+        if line.startswith(("# HELP ", "# TYPE ")):
+            dummy, kind, name, detail = (line.split(None, 3) + [""])[:4]
+            described.setdefault(name, {})[kind] = detail
+            continue
+        sample = _sample(line) if line and not line.startswith("#") else None
+        if sample is None or not sample[0].startswith(ENGINE_NAMESPACE):
+            continue
+        name, labels, value = sample
+        renamed = ENGINE_PREFIX + name[len(ENGINE_NAMESPACE):]
+        about = described.get(name, {})
+        family = families.setdefault(renamed, Family(renamed, about.get("TYPE", "untyped"),
+                                                     about.get("HELP", "llama-server's %s" % name)))
+        try:
+            number = float(value)
+        except ValueError:
+            continue
+        family.add(dict(labels, unit=unit), number)
+    return families

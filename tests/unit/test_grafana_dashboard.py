@@ -26,7 +26,8 @@ def targets():
 def emitted_names(tmp_path):
     """Family names (and histogram series) that the exporter and the governor write."""
     names = set()
-    for family in _metrics.UnitMetrics().families() + _metrics.LatencyHistogram().families():
+    engine = _metrics.engine_families({}, "u.service", (REPO / "tests" / "unit" / "data" / "llama_server_metrics.txt").read_text())
+    for family in _metrics.UnitMetrics().families() + _metrics.LatencyHistogram().families() + list(engine.values()):
         names.add(family.name)
         if family.kind == "histogram":
             names.update(family.name + suffix for suffix in ("_bucket", "_sum", "_count"))
@@ -86,7 +87,7 @@ def test_queries_use_only_emitted_metrics(tmp_path):
 def test_every_query_parses(tmp_path):
     rules = {"groups": [{"name": "dashboard", "rules": [
         {"record": "dashboard:query%d" % index,
-         "expr": target["expr"].replace("$instance", ".*").replace("$unit", ".*")}
+         "expr": target["expr"].replace("$instance", ".*").replace("$unit", ".*").replace("$__rate_interval", "5m")}
         for index, target in enumerate(targets())]}]}
     path = tmp_path / "rules.yml"
     path.write_text(yaml.safe_dump(rules))

@@ -1,14 +1,22 @@
 """The instances as a client and an operator see them."""
 
+import concurrent.futures
 import json
 import os
+import subprocess
+import sys
 import time
+import urllib.request
 
 import openai
 import pytest
 
 INSTANCES = {"tiny-llama": 8081, "tiny-deepseek": 8082}
+ENGINES = {"tiny-llama": "llama-server", "tiny-deepseek": "llama-cpp-python"}
+THREAD_FLAG = {"llama-server": "--threads", "llama-cpp-python": "--n_threads"}
 API_KEY = "lab-secret"
+PROJECT = os.environ["MOLECULE_PROJECT_DIRECTORY"]
+sys.path.insert(0, os.path.join(PROJECT, ".build", "collections"))
 
 
 def _unit(name):
@@ -43,7 +51,6 @@ def test_unit_active_in_the_inference_slice(host, name):
     ("tiny-llama", "cpuset.cpus", "0"),
     ("tiny-llama", "io.weight", "default 200"),
     ("tiny-deepseek", "cpu.max", "80000 100000"),
-    ("tiny-deepseek", "memory.max", str(512 << 20)),
     ("tiny-deepseek", "cpu.weight", "100"),
 ])
 def test_cgroup_files_match_the_variables(host, name, filename, expected):
@@ -55,8 +62,33 @@ def test_threads_equal_the_cores_of_allowed_cpus(host, name):
     pid = host.check_output("systemctl show --property=MainPID --value %s" % _unit(name))
     argv = host.file("/proc/%s/cmdline" % pid).content_string.split("\0")
     cores = len(host.file("%s/cpuset.cpus.effective" % _cgroup(host, name)).content_string.strip().split(","))
-    assert argv[argv.index("--n_threads") + 1] == str(cores) == "1"
-    assert argv[argv.index("--n_threads_batch") + 1] == str(cores)
+    flag = THREAD_FLAG[ENGINES[name]]
+    assert argv[argv.index(flag) + 1] == str(cores) == "1"
+    assert argv[argv.index(flag + ("-batch" if flag == "--threads" else "_batch")) + 1] == str(cores)
+
+
+def test_native_engine_runs_llama_server_with_two_slots_and_no_key_on_its_command_line(host):
+    pid = host.check_output("systemctl show --property=MainPID --value %s" % _unit("tiny-llama"))
+    argv = host.file("/proc/%s/cmdline" % pid).content_string.split("\0")
+    assert os.path.basename(argv[0]) == "llama-server"
+    assert argv[argv.index("--parallel") + 1] == "2" and argv[argv.index("--ctx-size") + 1] == "512"
+    assert API_KEY not in " ".join(argv) and "--api-key-file" in argv
+
+
+def test_derived_memory_limits_follow_the_model(host):
+    from ansible_collections.cpuinfer.llm.plugins.filter.llama import model_memory
+
+    model = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "models", "deepseek2-tiny.gguf")
+    meta = json.loads(subprocess.run(
+        [sys.executable, os.path.join(PROJECT, "roles", "llama_server", "files", "check_gguf.py"), model,
+         "c4ef88524a28304d559afb85e8fc7c536ef76c7a3be8840f23b37e0cedbd2440"], capture_output=True, text=True,
+        check=True).stdout)
+    derived = model_memory(meta, 256, 1, engine="llama-cpp-python")
+    shown = host.check_output("systemctl show --property=MemoryMax,MemoryHigh --value %s" % _unit("tiny-deepseek"))
+    memory_max, memory_high = [int(value) for value in shown.split()]
+    print("derived for tiny-deepseek: MemoryHigh=%d MemoryMax=%d (weights %d, KV cache %d)"
+          % (memory_high, memory_max, derived["weights"], derived["kv_cache"]))
+    assert (memory_max, memory_high) == (derived["memory_max"], derived["memory_high"])
 
 
 @pytest.mark.parametrize("name", sorted(INSTANCES))
@@ -82,7 +114,48 @@ def test_openai_client_chat_and_stream(host, name):
     chunks = list(stream)
     assert len(chunks) >= 2
     with pytest.raises(openai.AuthenticationError):
-        openai.OpenAI(base_url=client.base_url, api_key="wrong", max_retries=0).models.list()
+        openai.OpenAI(base_url=client.base_url, api_key="wrong", max_retries=0).chat.completions.create(
+            model=name, messages=[{"role": "user", "content": "Hi"}], max_tokens=1)
+
+
+def _stream(base_url, index):
+    client = openai.OpenAI(base_url=base_url, api_key=API_KEY, timeout=300, max_retries=0)
+    started = time.time()
+    first = None
+    chunks = 0
+    for chunk in client.completions.create(model="tiny-llama", prompt="Stream %d:" % index, max_tokens=24, stream=True,
+                                           temperature=0):
+        first = first or time.time()
+        chunks += 1
+    return {"stream": index, "start": started, "first_token": first, "end": time.time(), "chunks": chunks}
+
+
+def test_four_concurrent_streams_all_complete_and_overlap(host):
+    base_url = "http://127.0.0.1:%d/v1" % _forwarded_port(host, INSTANCES["tiny-llama"])
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        streams = list(pool.map(lambda i: _stream(base_url, i), range(4)))
+    zero = min(s["start"] for s in streams)
+    for s in streams:
+        print("stream %d: start +%.2fs, first token +%.2fs, end +%.2fs, %d chunks"
+              % (s["stream"], s["start"] - zero, s["first_token"] - zero, s["end"] - zero, s["chunks"]))
+    assert all(s["chunks"] >= 2 for s in streams)
+    # two slots decode at once: some pair of streams produced tokens during the same interval
+    overlapping = [(a["stream"], b["stream"]) for a in streams for b in streams
+                   if a["stream"] < b["stream"] and a["first_token"] < b["end"] and b["first_token"] < a["end"]]
+    assert overlapping, streams
+
+
+def _get(url, key=None):
+    request = urllib.request.Request(url, headers={"Authorization": "Bearer " + key} if key else {})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.status, response.read().decode()
+
+
+def test_health_and_metrics_answer(host):
+    base = "http://127.0.0.1:%d" % _forwarded_port(host, INSTANCES["tiny-llama"])
+    assert _get(base + "/health")[0] == 200
+    status, text = _get(base + "/metrics", API_KEY)
+    assert status == 200 and "llamacpp:prompt_tokens_total" in text
 
 
 def test_security_exposure_is_recorded_and_within_bounds(host):

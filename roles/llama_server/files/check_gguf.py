@@ -3,8 +3,9 @@
 """Check a GGUF file on the controller before any host sees it: llama.cpp aborts the whole server
 process on a malformed file, so a bad model is caught here with a message instead of a crash loop.
 
-Prints JSON {"sha256", "architecture", "tensors", "bytes"}; exits 1 with a reason when the file
-is not a readable GGUF or its sha256 differs from the expected one.
+Prints JSON {"sha256", "architecture", "tensors", "bytes", "layers", "head_count", "head_count_kv",
+"key_length", "value_length", "context_length"} (the shape the KV cache and so the memory limits
+follow from); exits 1 with a reason when the file is not a readable GGUF or its sha256 differs.
 """
 
 import hashlib
@@ -26,14 +27,31 @@ def main():
         return 1
     try:
         reader = gguf.GGUFReader(path)
-        field = reader.fields["general.architecture"]
-        architecture = bytes(field.parts[field.data[0]]).decode()
-    except (KeyError, ValueError, IndexError) as exc:
+        architecture = reader.fields["general.architecture"].contents()
+        shape = attention_shape(reader, architecture)
+    except (KeyError, ValueError, IndexError, TypeError) as exc:
         sys.stderr.write("%s is not a usable GGUF model: %s\n" % (path, exc))
         return 1
-    print(json.dumps({"sha256": expected, "architecture": architecture, "tensors": len(reader.tensors),
-                      "bytes": os.path.getsize(path)}))
+    print(json.dumps(dict(shape, sha256=expected, architecture=architecture, tensors=len(reader.tensors),
+                          bytes=os.path.getsize(path))))
     return 0
+
+
+def attention_shape(reader, architecture):
+    """Layers, heads and head sizes as llama.cpp reads them, with its defaults for absent keys."""
+    def value(key, default=None):
+        field = reader.fields.get("%s.%s" % (architecture, key))
+        if field is None:
+            if default is None:
+                raise KeyError("%s.%s" % (architecture, key))
+            return default
+        return int(field.contents())
+
+    heads = value("attention.head_count")
+    head_size = value("embedding_length") // heads
+    return {"layers": value("block_count"), "head_count": heads, "head_count_kv": value("attention.head_count_kv", heads),
+            "key_length": value("attention.key_length", head_size), "value_length": value("attention.value_length", head_size),
+            "context_length": value("context_length")}
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
-"""Wait until a llama_server instance answers a 1-token completion; give up early on a crash loop.
+"""Wait until a llama_server instance is ready; give up early on a crash loop.
 
-Usage: python3 wait_ready.py UNIT PORT TIMEOUT_SECONDS   (API key, if any, in LLAMA_SERVER_API_KEY)
+Usage: python3 wait_ready.py UNIT PORT TIMEOUT_SECONDS [health|completion]   (API key in LLAMA_SERVER_API_KEY)
+health: GET /health answers 200 (llama-server: 503 while the model loads). completion (the default,
+for the Python server, which has no health endpoint): a 1-token completion answers.
 Exit 0 when ready; 1 with the reason and the unit's last log lines when the unit restarts again and
 again, has failed, or the timeout passes. Standard library only: it runs with the host's python3.
 """
@@ -25,6 +27,15 @@ def unit_state(unit):
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
 
+def healthy(port, api_key):
+    request = urllib.request.Request("http://127.0.0.1:%d/health" % port)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):  # HTTPError (503 while loading) is a URLError
+        return False
+
+
 def answers(port, api_key):
     headers = {"Content-Type": "application/json"}
     if api_key:
@@ -45,11 +56,12 @@ def journal_tail(unit):
 
 def main():
     unit, port, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    ready = healthy if (sys.argv[4] if len(sys.argv) > 4 else "completion") == "health" else answers
     api_key = os.environ.get("LLAMA_SERVER_API_KEY", "")
     deadline = time.monotonic() + timeout
     first_restarts = int(unit_state(unit).get("NRestarts", "0"))
     while True:
-        if answers(port, api_key):
+        if ready(port, api_key):
             return 0
         state = unit_state(unit)
         restarts = int(state.get("NRestarts", "0")) - first_restarts

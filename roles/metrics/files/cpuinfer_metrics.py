@@ -16,6 +16,8 @@ import select
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 
 # The collection's helpers are installed beside this file, under their collection path.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -32,6 +34,7 @@ class Unit:
     def __init__(self, spec):
         self.name = spec["unit"]
         self.port = spec.get("port")
+        self.engine = spec.get("engine", "")
         self.resctrl_group = spec.get("resctrl_group")
         self.group = None
         self.inode = None
@@ -109,13 +112,31 @@ class Prober(threading.Thread):
             time.sleep(self.probe["interval_seconds"])
 
 
+def engine_metrics(units, api_key):
+    """llama-server's own /metrics of each unit that runs it, renamed (an engine that does not
+    answer is left out, not zero)."""
+    families = {}
+    for unit in units:
+        if unit.engine != "llama-server" or not unit.port:
+            continue
+        request = urllib.request.Request("http://127.0.0.1:%d/metrics" % unit.port,
+                                         headers={"Authorization": "Bearer " + api_key} if api_key else {})
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                _metrics.engine_families(families, unit.name, response.read().decode())
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            LOG.warning("%s: no engine metrics from 127.0.0.1:%s (%s)", unit.name, unit.port, exc)
+    return list(families.values())
+
+
 def collect(root, units, histogram, lock):
     metrics = _metrics.UnitMetrics()
     for unit in units:
         metrics.collect(root, unit.name, resctrl_group=unit.resctrl_group, perf=unit.perf(),
                         pressure_events=unit.pressure_events if unit.trigger_fd is not None else None)
+    engine = engine_metrics(units, os.environ.get("CPUINFER_METRICS_API_KEY", ""))
     with lock:
-        return _metrics.render(metrics.families() + histogram.families())
+        return _metrics.render(metrics.families() + engine + histogram.families())
 
 
 def write_atomically(path, text):

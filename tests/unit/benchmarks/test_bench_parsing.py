@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 import bench  # noqa: E402
 
 OUTPUT = """
-TASK [cpuinfer.llm.llama_server : Build llama-cpp-python once per CPU class, on the controller] ***
+TASK [cpuinfer.llm.llama_server : Build the engine once per CPU class, on the controller (llama-server, libraries, wheel; one archive)] ***
 changed: [bench-conv-1 -> localhost] => (item=x86-avx2)
 
 TASK [cpuinfer.llm.llama_server : Pick this host's build] ***

@@ -93,3 +93,46 @@ def test_textfile_is_replaced_whole(tmp_path, installed, monkeypatch):
     assert target.read_text() == "new\n"
     assert oct(target.stat().st_mode & 0o777) == "0o644"
     assert [p.name for p in target.parent.iterdir()] == ["cpuinfer.prom"]
+
+
+LLAMA_SERVER_METRICS = """# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed, excluding cached tokens
+# TYPE llamacpp:prompt_tokens_total counter
+llamacpp:prompt_tokens_total 42
+# HELP llamacpp:requests_processing Number of requests processing
+# TYPE llamacpp:requests_processing gauge
+llamacpp:requests_processing 2
+"""
+
+
+def test_engine_metrics_are_scraped_renamed_and_labelled(tmp_path, installed, monkeypatch):
+    import http.server
+    import threading
+
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            authorised = self.headers.get("Authorization") == "Bearer k"
+            self.send_response(200 if self.path == "/metrics" and authorised else 401)
+            self.end_headers()
+            self.wfile.write(LLAMA_SERVER_METRICS.encode() if authorised else b"")
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Metrics)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    exporter = load(installed, monkeypatch)
+    fake_host(tmp_path)
+    units = [exporter.Unit({"unit": UNIT, "port": httpd.server_address[1], "engine": "llama-server"}),
+             exporter.Unit({"unit": "cpuinfer-llama-py.service", "port": 1, "engine": "llama-cpp-python"})]
+    monkeypatch.setenv("CPUINFER_METRICS_API_KEY", "k")
+    try:
+        text = exporter.collect(str(tmp_path), units, exporter._metrics.LatencyHistogram(), threading.Lock())
+    finally:
+        httpd.shutdown()
+    assert 'cpuinfer_engine_prompt_tokens_total{unit="%s"} 42.0' % UNIT in text
+    assert "# TYPE cpuinfer_engine_requests_processing gauge" in text
+    assert "llamacpp:" not in text and "cpuinfer-llama-py" not in text.split("cpuinfer_engine")[-1]
+    if PROMTOOL.exists():
+        check = subprocess.run([str(PROMTOOL), "check", "metrics"], input=text, capture_output=True, text=True,
+                               check=False)
+        assert check.returncode == 0, check.stdout + check.stderr

@@ -78,3 +78,38 @@ def test_timeout(tmp_path):
     result = run(fake_systemd(tmp_path, "activating", 0), free_port(), timeout="0")
     assert result.returncode == 1
     assert "did not answer" in result.stderr
+
+
+class Health(http.server.BaseHTTPRequestHandler):
+    """llama-server's /health: 503 while the model loads (the first calls), then 200."""
+
+    calls = 0
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        Health.calls += 1
+        self.send_response(200 if self.path == "/health" and Health.calls > 2 else 503)
+        self.end_headers()
+        self.wfile.write(b'{"status": "ok"}')
+
+    def log_message(self, *args):
+        pass
+
+
+def test_health_mode_waits_through_503_while_loading(tmp_path, monkeypatch):
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        env = dict(fake_systemd(tmp_path, "active", 0))
+        result = subprocess.run([sys.executable, str(WAIT), "cpuinfer-llama-x.service", str(httpd.server_address[1]),
+                                 "60", "health"], env=env, capture_output=True, text=True, timeout=60, check=False)
+    finally:
+        httpd.shutdown()
+    assert result.returncode == 0, result.stderr
+    assert Health.calls == 3
+
+
+def test_health_mode_is_not_satisfied_by_a_completion_server(tmp_path, server):
+    result = subprocess.run([sys.executable, str(WAIT), "cpuinfer-llama-x.service", str(server), "0", "health"],
+                            env=fake_systemd(tmp_path, "activating", 0), capture_output=True, text=True, timeout=60,
+                            check=False)
+    assert result.returncode == 1 and "did not answer" in result.stderr

@@ -154,3 +154,19 @@ def test_real_sched_getattr_reads_this_process():
 @pytest.mark.parametrize("text,ns", [("10ms", 10000000), ("500us", 500000), ("2s", 2000000000), ("1024", 1024), ("7 ns", 7)])
 def test_durations(text, ns):
     assert _sched.parse_duration_ns(text) == ns
+
+
+def test_a_foreign_root_is_read_from_procfs_and_never_changed(run_module, tmp_path):
+    """With root other than /, threads' policy comes from ROOT/proc/PID/task/TID/stat; a change is refused."""
+    fields = ["S"] + ["0"] * 15 + ["5"] + ["0"] * 20 + ["10", "1"]  # fields 3.., 19 nice=5, 40 rt_priority=10, 41 policy=1
+    write_tree(tmp_path, {"/proc/7/stat": "7 (worker one) " + " ".join(fields),
+                          "/proc/7/task/7/stat": "7 (worker one) " + " ".join(fields),
+                          "/proc/7/task/7/comm": "worker one\n"})
+    failed, result = run_module(sched_policy, {"pid": 7, "state": "query", "root": str(tmp_path)})
+    assert not failed, result
+    assert result["threads"][0]["before"]["policy"] == "fifo" and result["threads"][0]["before"]["priority"] == 10
+    assert result["threads"][0]["before"]["nice"] == 5
+    failed, result = run_module(sched_policy, {"pid": 7, "policy": "idle", "root": str(tmp_path)}, check=True)
+    assert not failed and result["changed"]
+    failed, result = run_module(sched_policy, {"pid": 7, "policy": "idle", "root": str(tmp_path)})
+    assert failed and "another root cannot redirect" in result["msg"]

@@ -121,3 +121,13 @@ def test_a_refused_write_puts_back_what_was_written(root, run_module, monkeypatc
     assert after.pop(THP.lstrip("/") + "/defrag") == "madvise"
     before.pop(THP.lstrip("/") + "/defrag")
     assert after == before
+
+
+def test_a_host_without_systemd_is_warned_that_nothing_applies_the_dropin_at_boot(root, run_module):
+    failed, result = run_module(thp, {"enabled": "madvise", "root": str(root)}, check=True)
+    assert not failed and any("does not run systemd as PID 1" in w and "systemd-tmpfiles" in w for w in result["warnings"])
+    (root / "run/systemd/system").mkdir(parents=True)
+    failed, result = run_module(thp, {"enabled": "madvise", "root": str(root)}, check=True)
+    assert not any("systemd as PID 1" in w for w in result["warnings"])
+    failed, result = run_module(thp, {"enabled": "madvise", "persistent": False, "root": "/nonexistent-root"}, check=True)
+    assert failed and "not available" in result["msg"]

@@ -1,0 +1,111 @@
+# -*- coding: utf-8 -*-
+# Copyright: cpuinfer.llm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""llama_server instances as they will run: defaults, threads, memory limits derived from the model."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.cpuinfer.llm.plugins.filter.cpus import inference_threads, whole_number
+from ansible_collections.cpuinfer.llm.plugins.module_utils._sizes import SizeError, UNLIMITED, format_size, parse_size
+
+MIB = 1 << 20
+# Bytes per KV cache element of each llama.cpp cache type (block types: block bytes / 32 values).
+CACHE_TYPE_BYTES = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32, "q4_1": 20 / 32,
+                    "iq4_nl": 18 / 32, "q5_0": 22 / 32, "q5_1": 24 / 32}
+# Memory an engine needs besides weights and KV cache: its code, compute buffers for one ubatch, the
+# HTTP server (and for the Python engine the interpreter and its libraries). Measured on the lab's
+# tiny models (docs/llama_server.md); larger models add compute buffers that the factors below cover.
+ENGINE_OVERHEAD = {"llama-server": 96 * MIB, "llama-cpp-python": 192 * MIB}
+HIGH_FACTOR, MAX_FACTOR = 1.15, 1.35
+
+
+def _mib_up(value):
+    return -(-int(value) // MIB) * MIB
+
+
+def model_memory(model, n_ctx, parallel=1, cache_type_k="f16", cache_type_v="f16", engine="llama-server"):
+    """{weights, kv_cache, need, memory_high, memory_max} in bytes for one instance of a model
+    (model: the metadata check_gguf.py prints)."""
+    try:
+        tokens = whole_number(n_ctx, "n_ctx") * whole_number(parallel, "parallel")
+        per_token_layer = model["head_count_kv"] * (model["key_length"] * CACHE_TYPE_BYTES[cache_type_k]
+                                                    + model["value_length"] * CACHE_TYPE_BYTES[cache_type_v])
+        kv_cache = int(tokens * model["layers"] * per_token_layer)
+        need = model["bytes"] + kv_cache + ENGINE_OVERHEAD[engine]
+    except (KeyError, TypeError) as exc:
+        raise AnsibleFilterError("model_memory: needs the metadata of check_gguf.py and known types: %s" % exc)
+    return {"weights": model["bytes"], "kv_cache": kv_cache, "need": need,
+            "memory_high": _mib_up(need * HIGH_FACTOR), "memory_max": _mib_up(need * MAX_FACTOR)}
+
+
+def extra_args_problems(name, args, allowed):
+    """Words of extra_args that are not an allowed flag or a flag's value."""
+    problems = []
+    for index, word in enumerate(args or []):
+        if not isinstance(word, str):
+            problems.append("instance %s: extra_args[%d] %r is not text" % (name, index, word))
+        elif word.startswith("-") and word.split("=", 1)[0] not in allowed:
+            problems.append("instance %s: extra_args flag %s is not allowed (allowed: %s)" % (name, word, ", ".join(allowed)))
+        elif not word.startswith("-") and (index == 0 or not str(args[index - 1]).startswith("-")):
+            problems.append("instance %s: extra_args word %r follows no flag" % (name, word))
+    return problems
+
+
+def _size_or_none(value):
+    try:
+        return parse_size(value) if value not in ("", None) else None
+    except SizeError:
+        return None
+
+
+def _memory(instance, model, problems):
+    """(memory_high, memory_max) as the unit writes them; derived where not given."""
+    name = instance["name"]
+    given_high, given_max = _size_or_none(instance.get("memory_high")), _size_or_none(instance.get("memory_max"))
+    for key in ("memory_high", "memory_max"):
+        if instance.get(key) not in ("", None) and _size_or_none(instance.get(key)) is None:
+            problems.append("instance %s: %s %r is not a size (bytes, K/M/G/T or max)" % (name, key, instance[key]))
+    if model is None:
+        if given_max is None:
+            problems.append("instance %s: give memory_max for a model the controller cannot read (%s): the limits are "
+                            "derived from the GGUF file" % (name, instance["model"]))
+        return instance.get("memory_high") or "", instance.get("memory_max") or ""
+    derived = model_memory(model, instance["n_ctx"], instance["parallel"], instance["cache_type_k"],
+                           instance["cache_type_v"], instance["engine"])
+    if given_max not in (None, UNLIMITED) and given_max < model["bytes"]:
+        problems.append("instance %s: memory_max %s is below the model's weights (%s): it could never load"
+                        % (name, instance["memory_max"], format_size(model["bytes"])))
+    high = instance.get("memory_high") or (format_size(derived["memory_high"]) if given_max is None else "")
+    maximum = instance.get("memory_max") or format_size(derived["memory_max"])
+    return high, maximum
+
+
+def llama_instances(instances, defaults, allowed_cpus, core_cpus, models, extra_flags):
+    """{'instances': [...], 'problems': [...]}: each instance with the role's defaults, the unit's CPUs,
+    its thread count and its memory limits (derived from models[name], check_gguf.py's metadata,
+    where not given); problems lists every request the role must refuse, all at once."""
+    result, problems = [], []
+    for given in instances or []:
+        instance = dict(defaults)
+        instance["allowed_cpus"] = allowed_cpus or ""
+        instance.update(given)
+        name = instance.get("name", "?")
+        if whole_number(instance["parallel"], "instance %s: parallel" % name) < 1:
+            problems.append("instance %s: parallel must be at least 1" % name)
+        if instance["engine"] == "llama-cpp-python" and int(instance["parallel"]) != 1:
+            problems.append("instance %s: the llama-cpp-python engine serves one request at a time; use engine "
+                            "llama-server for parallel %s" % (name, instance["parallel"]))
+        problems += extra_args_problems(name, instance.get("extra_args"), extra_flags)
+        instance["memory_high"], instance["memory_max"] = _memory(instance, (models or {}).get(name), problems)
+        instance["threads"] = inference_threads(core_cpus, instance["allowed_cpus"], instance.get("cpu_quota") or 0)
+        instance["ctx_total"] = int(instance["n_ctx"]) * int(instance["parallel"])
+        result.append(instance)
+    return {"instances": result, "problems": problems}
+
+
+class FilterModule:
+    def filters(self):
+        return {"llama_instances": llama_instances, "model_memory": model_memory}

@@ -1,0 +1,75 @@
+"""llama_server's instance plan: defaults, threads, derived memory limits and refusals."""
+
+import pytest
+
+from ansible_collections.cpuinfer.llm.plugins.filter.llama import (
+    ENGINE_OVERHEAD,
+    MIB,
+    extra_args_problems,
+    llama_instances,
+    model_memory,
+)
+
+# check_gguf.py's metadata of the generated llama-tiny model
+TINY = {"bytes": 293504, "layers": 2, "head_count": 4, "head_count_kv": 2, "key_length": 16, "value_length": 16,
+        "context_length": 1024}
+DEFAULTS = {"n_ctx": 512, "cpu_quota": 0, "memory_high": "", "memory_max": "", "engine": "llama-server", "parallel": 1,
+            "cache_type_k": "f16", "cache_type_v": "f16", "extra_args": []}
+CORES = ["0", "1", "2", "3"]
+FLAGS = ["--temp", "--seed"]
+
+
+def plan(*instances, models=None, allowed="2-3"):
+    return llama_instances(list(instances), DEFAULTS, allowed, CORES, {"tiny": TINY} if models is None else models, FLAGS)
+
+
+def test_kv_cache_follows_context_slots_layers_and_head_sizes():
+    memory = model_memory(TINY, 256, 4)
+    # 256 tokens x 4 slots x 2 layers x 2 kv heads x (16 + 16) values x 2 bytes
+    assert memory["kv_cache"] == 256 * 4 * 2 * 2 * 32 * 2
+    assert memory["need"] == TINY["bytes"] + memory["kv_cache"] + ENGINE_OVERHEAD["llama-server"]
+    assert memory["memory_high"] % MIB == 0 and memory["memory_max"] % MIB == 0
+    assert memory["need"] * 1.15 <= memory["memory_high"] < memory["memory_max"]
+
+
+def test_quantised_cache_and_the_python_engine_change_the_need():
+    assert model_memory(TINY, 4096, 1, "q8_0", "q8_0")["kv_cache"] < model_memory(TINY, 4096)["kv_cache"] / 1.8
+    assert model_memory(TINY, 256, engine="llama-cpp-python")["need"] > model_memory(TINY, 256)["need"]
+
+
+def test_an_instance_without_limits_gets_derived_ones_and_its_threads():
+    result = plan({"name": "tiny", "model": "m.gguf", "parallel": 2})
+    assert result["problems"] == []
+    instance = result["instances"][0]
+    derived = model_memory(TINY, 512, 2)
+    assert instance["memory_max"] == "%dM" % (derived["memory_max"] // MIB)
+    assert instance["memory_high"] == "%dM" % (derived["memory_high"] // MIB)
+    assert instance["threads"] == 2 and instance["allowed_cpus"] == "2-3" and instance["ctx_total"] == 1024
+
+
+def test_given_limits_stand_and_a_given_max_alone_gets_no_derived_high():
+    instance = plan({"name": "tiny", "model": "m.gguf", "memory_max": "1G"})["instances"][0]
+    assert instance["memory_max"] == "1G" and instance["memory_high"] == ""
+
+
+@pytest.mark.parametrize("instance,words", [
+    ({"memory_max": "100K"}, "memory_max 100K is below the model's weights"),
+    ({"engine": "llama-cpp-python", "parallel": 2}, "serves one request at a time"),
+    ({"parallel": 0}, "parallel must be at least 1"),
+    ({"memory_max": "lots"}, "memory_max 'lots' is not a size"),
+    ({"extra_args": ["--port", "9"]}, "extra_args flag --port is not allowed"),
+    ({"extra_args": ["0.7"]}, "extra_args word '0.7' follows no flag"),
+])
+def test_refusals(instance, words):
+    result = plan(dict({"name": "tiny", "model": "m.gguf"}, **instance))
+    assert any(words in problem for problem in result["problems"]), result["problems"]
+
+
+def test_a_model_the_controller_cannot_read_needs_memory_max():
+    result = plan({"name": "far", "model": "https://example.invalid/m.gguf"}, models={})
+    assert "give memory_max for a model the controller cannot read" in result["problems"][0]
+    assert plan({"name": "far", "model": "https://x/m.gguf", "memory_max": "2G"}, models={})["problems"] == []
+
+
+def test_extra_args_take_allowed_flags_with_their_values():
+    assert extra_args_problems("x", ["--temp", "0.2", "--seed=7"], FLAGS) == []
