@@ -165,6 +165,7 @@ def role_build(build_class, cmake_args):
 def venv_with(name, install_args, engine=None):
     """A venv under .build/bench-build/NAME with llama_cpp installed (with a role build's engine
     libraries linked in as the role does on hosts); reused on later runs."""
+    install_args = [str(a) for a in install_args]
     venv = BENCH_BUILD / name
     python = venv / "bin" / "python"
     stamp = venv / ".installed"

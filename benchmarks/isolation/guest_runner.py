@@ -2,10 +2,11 @@
 
 Each variant is (service port, neighbour unit or none). Per round every variant runs once, in the
 same order, so slow drifts of the machine hit all variants alike; the rounds show the noise.
-Usage: python3 guest_runner.py ROUNDS COMPLETIONS_PER_VARIANT TOKENS
+Usage: python3 guest_runner.py ROUNDS COMPLETIONS_PER_VARIANT TOKENS [TUNED_UNIT]
 """
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ VARIANTS = [
     ("c_tuned_neighbour", TUNED_PORT, "bench-neighbour-housekeeping.service"),
 ]
 SETTLE_SECONDS = 2
+API_KEY = os.environ.get("CPUINFER_PROBE_API_KEY", "")  # the tuned service's, where it has one
 
 
 def systemctl(*args):
@@ -31,7 +33,7 @@ def unit_settings(unit):
                          capture_output=True, text=True, check=True).stdout
     settings = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
     argv = settings.pop("ExecStart", "")
-    settings["n_threads"] = argv.split("--n_threads ")[1].split()[0] if "--n_threads " in argv else None
+    settings["n_threads"] = argv.split("--threads ")[1].split()[0] if "--threads " in argv else None
     return settings
 
 
@@ -40,7 +42,7 @@ def measure_variant(port, neighbour, completions, tokens):
         systemctl("start", neighbour)
         time.sleep(SETTLE_SECONDS)
     try:
-        return [stream_probe.measure(port, tokens) for dummy_completion in range(completions)]
+        return [stream_probe.measure(port, tokens, API_KEY) for dummy_completion in range(completions)]
     finally:
         if neighbour:
             systemctl("stop", neighbour)
@@ -49,8 +51,9 @@ def measure_variant(port, neighbour, completions, tokens):
 
 def main():
     rounds, completions, tokens = (int(a) for a in sys.argv[1:4])
+    tuned_unit = sys.argv[4] if len(sys.argv) > 4 else "cpuinfer-llama-bench.service"
     for port in (TUNED_PORT, UNTUNED_PORT):
-        stream_probe.measure(port, tokens)  # warm-up: page in the model, fill caches
+        stream_probe.measure(port, tokens, API_KEY)  # warm-up: page in the model, fill caches
     results = []
     for round_index in range(rounds):
         for name, port, neighbour in VARIANTS:
@@ -59,7 +62,7 @@ def main():
                 results.append(sample)
     print(json.dumps({
         "units": {unit: unit_settings(unit) for unit in
-                  ("cpuinfer-llama-bench.service", "bench-untuned.service", "system.slice",
+                  (tuned_unit, "bench-untuned.service", "system.slice",
                    "bench-neighbour-housekeeping.service", "bench-neighbour-anywhere.service")},
         "nproc": subprocess.run(["nproc", "--all"], capture_output=True, text=True, check=True).stdout.strip(),
         "samples": results,

@@ -21,7 +21,7 @@ GUEST_SIDE = {"benchmarks/isolation/guest_runner.py", "benchmarks/governor/gover
 SHELL_SCRIPTS = ["scripts/bootstrap", "scripts/lab", "scripts/lab-up", "scripts/test", "benchmarks/run", ".ci/run"]
 SHELL_BUILTINS = set("""
     cd echo export set local read return exit source . [[ ]] [ test printf true false shift mapfile declare trap
-    wait exec command type unset let eval case esac fi done in for function shopt break continue readonly
+    wait exec command type unset let eval case esac fi done in for function shopt break continue readonly kill
 """.split())
 RUNNERS = {"run", "_run", "Popen", "check_call", "check_output", "call", "run_command", "run_as_namespace_root"}
 
@@ -55,6 +55,7 @@ def python_commands(path):
 
 def shell_commands(text):
     """Command words of a bash script: the first word of each simple command, after assignments."""
+    text = re.sub(r"<<-?'?(\w+)'?\n.*?\n\1\n", "\n", text, flags=re.S)  # here-documents are text
     text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))  # comments
     text = re.sub(r"\s#\s.*", "", text)  # trailing comments ("# host's" would open a quote below)
     text = re.sub(r"'[^']*'", "''", text, flags=re.S)  # single-quoted text (python -c code) holds no commands
@@ -63,8 +64,10 @@ def shell_commands(text):
     functions = set(re.findall(r"^\s*([A-Za-z_]\w*)\s*\(\)\s*\{", text, re.M))
     found = set()
     for line in text.splitlines():
-        # quoted text, unless a command substitution sits in it
-        line = re.sub(r'"(?:[^"\\]|\\.)*"', lambda m: m.group(0) if "$(" in m.group(0) else '""', line)
+        # quoted text is no command; the command substitutions in it are
+        line = re.sub(r'"(?:[^"\\]|\\.)*"',
+                      lambda m: "; ".join("$(%s)" % inner for inner in re.findall(r"\$\(([^()]*)\)", m.group(0))) or '""',
+                      line)
         if re.match(r"^\s*[\w:|*-]+\)\s", line + " "):  # case patterns
             continue
         for segment in re.split(r"\$\(|`|&&|\|\||[;|(){}!]|\b(?:then|do|else|elif|if|while|until)\b", line):

@@ -125,9 +125,11 @@ def _x86_args(isa):
             args.append("-DGGML_AVX512=ON")
             for name, flag in (("avx512_vnni", "AVX512_VNNI"), ("avx512_vbmi", "AVX512_VBMI"), ("avx512_bf16", "AVX512_BF16")):
                 args.append("-DGGML_%s=%s" % (flag, "ON" if name in on else "OFF"))
-            if {"amx_tile", "amx_int8"} <= on:
-                args += ["-DGGML_AMX_TILE=ON", "-DGGML_AMX_INT8=ON"]
-            level = "x86-avx512" + ("-amx" if "amx_int8" in on else "")
+            # AMX stays off: a CPU can list amx_tile and still fault on its first tile instruction
+            # (seen on a virtual Sapphire Rapids: SIGILL at tilezero in libggml-cpu), and nothing a
+            # facts module reads tells the two apart. The ISA list still reports it.
+            args += ["-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF"]
+            level = "x86-avx512"
         else:
             args.append("-DGGML_AVX512=OFF")
             level = "x86-avx2"

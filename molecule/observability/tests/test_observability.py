@@ -58,6 +58,9 @@ def test_unit_metrics_are_there_and_promtool_accepts_them(host):
         assert 'cpuinfer_unit_%s{' % family in text and 'unit="%s"' % LLAMA in text, family
     assert _value(text, 'cpuinfer_unit_threads{unit="%s"}' % LLAMA) >= 2
     assert _value(text, 'cpuinfer_probe_tokens_per_second{unit="%s"}' % LLAMA) > 0
+    # llama-server's own counters, scraped with the API key and renamed (no colons)
+    assert (_value(text, 'cpuinfer_engine_tokens_predicted_total{unit="%s"}' % LLAMA) or 0) > 0
+    assert "llamacpp:" not in text
     _keep("cpuinfer.prom", text)
     check = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, check=False)
     assert check.returncode == 0, check.stdout + check.stderr

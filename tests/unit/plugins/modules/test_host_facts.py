@@ -104,3 +104,18 @@ def test_reads_only_and_changes_nothing(tmp_path, run_module):
 def test_unreadable_host_fails_with_the_file(tmp_path, run_module):
     failed, result = run_module(host_facts, {"root": str(tmp_path)})
     assert failed and "proc/cpuinfo" in result["msg"]
+
+
+def test_amx_is_reported_but_never_built_for(tmp_path, run_module):
+    """A CPU can list amx_tile and still fault on its first tile instruction (a virtual Sapphire Rapids
+    did, in libggml-cpu): the class stays x86-avx512 with AMX off."""
+    from kernel_tree import X86_FLAGS, cpu_tree
+
+    block = ("vendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\nflags\t\t: %s avx512vbmi "
+             "avx512_bf16 amx_tile amx_int8 amx_bf16" % X86_FLAGS)
+    cpu_tree(tmp_path, sockets=1, cores_per_socket=4, threads_per_core=1, cpuinfo_block=block)
+    failed, result = run_module(host_facts, {"root": str(tmp_path)})
+    facts = result["ansible_facts"]["cpuinfer"]
+    assert not failed and {"amx_tile", "amx_int8"} <= set(facts["isa"])
+    assert facts["llama_build_class"] == "x86-avx512"
+    assert "-DGGML_AMX_INT8=OFF" in facts["llama_cmake_args"] and "-DGGML_AMX_INT8=ON" not in facts["llama_cmake_args"]
