@@ -182,6 +182,16 @@ def venv_with(name, install_args, engine=None):
     return python, round(time.monotonic() - started)
 
 
+def role_install(build_class, cmake_args):
+    """(python, build directory, build) of a bench venv holding the role's build for a class, as a host has it."""
+    build = role_build(build_class, cmake_args)
+    directory = Path(build["archive"][:-len(".tar.gz")])
+    python, install_seconds = venv_with(build_class, ["--no-index", "--find-links", directory / "deps",
+                                                      str(directory / build["manifest"]["wheel"]) + "[server]"],
+                                        engine=directory / "engine")
+    return python, directory, dict(build, install_seconds=install_seconds)
+
+
 def q8_model(role_python):
     path = MODELS / "llama-250m-q8_0.gguf"
     if not path.exists():
@@ -203,12 +213,9 @@ def build(args):
         if flags is None:  # the lab's class, with the flags host_facts gives an AVX2 host
             flags = ["-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
                      "-DGGML_BMI2=ON", "-DGGML_AVX512=OFF"]
-        build = role_build(klass, flags)
-        directory = Path(build["archive"][:-len(".tar.gz")])
-        python, install_s = venv_with(klass, ["--no-index", "--find-links", directory / "deps",
-                                              directory / build["manifest"]["wheel"]], engine=directory / "engine")
+        python, dummy_directory, build = role_install(klass, flags)
         variants[label] = {"python": python, "build_seconds": build["seconds"] if build["built"] else None,
-                           "cmake_args": flags, "install_seconds": install_s}
+                           "cmake_args": flags, "install_seconds": build["install_seconds"]}
     plain_args = ["--no-cache-dir", "llama-cpp-python==" + LLAMA_VERSION]
     python, install_s = venv_with("plain-pip", plain_args)
     variants["plain pip install"] = {"python": python, "install_seconds": install_s,
@@ -364,14 +371,8 @@ def governor_markdown(data):
 CONCURRENCY_SLOTS = 8
 
 
-def native_servers(model, threads, n_ctx):
-    """llama-server and the Python server from the role's build for this machine's class, on loopback."""
-    build_class, cmake_args = controller_build_class()
-    build = role_build(build_class, cmake_args)
-    directory = Path(build["archive"][:-len(".tar.gz")])
-    python, dummy_install = venv_with(build_class, ["--no-index", "--find-links", directory / "deps",
-                                                    str(directory / build["manifest"]["wheel"]) + "[server]"],
-                                      engine=directory / "engine")
+def native_servers(python, directory, model, threads, n_ctx):
+    """llama-server and the Python server of one role build (directory, its venv's python), on loopback."""
     common = ["--host", "127.0.0.1"]
     return {
         "llama-server": [directory / "engine" / "llama-server", "--model", model, "--port", "18091", *common,
@@ -380,7 +381,7 @@ def native_servers(model, threads, n_ctx):
         "llama-cpp-python": [python, "-m", "llama_cpp.server", "--model", model, "--port", "18092", *common,
                              "--n_threads", threads, "--n_threads_batch", threads, "--n_ctx", n_ctx,
                              "--logits_all", "False", "--verbose", "False", "--interrupt_requests", "False"],
-    }, build
+    }
 
 
 def wait_listening(port, seconds=120):
@@ -394,8 +395,8 @@ def wait_listening(port, seconds=120):
     raise SystemExit("bench: nothing listens on 127.0.0.1:%d" % port)
 
 
-def concurrency_native(args, model):
-    commands, build = native_servers(model, args.threads, args.n_ctx)
+def concurrency_native(args, python, directory, model):
+    commands = native_servers(python, directory, model, args.threads, args.n_ctx)
     processes = [subprocess.Popen([str(a) for a in argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                  for argv in commands.values()]
     try:
@@ -405,12 +406,12 @@ def concurrency_native(args, model):
         config.write_text(json.dumps({"servers": {"llama-server": 18091, "llama-cpp-python": 18092},
                                       "clients": args.clients, "rounds": args.rounds, "tokens": args.tokens}))
         out = run([sys.executable, REPO / "benchmarks" / "concurrency" / "load.py", config], stdout=subprocess.PIPE,
-                  text=True).stdout
+                  text=True, env=dict(os.environ, PYTHONPATH=str(REPO / "roles" / "health_gate" / "files"))).stdout
     finally:
         for process in processes:
             process.terminate()
             process.wait(timeout=30)
-    return json.loads(out)["trials"], build["key"]
+    return json.loads(out)["trials"]
 
 
 VM_MODEL = "llama-bench"  # pinned by sha256 in benchmarks/concurrency/inventory; software emulation is slow
@@ -434,20 +435,13 @@ def concurrency_vm(args):
 
 
 def concurrency(args):
-    role_python = None
-    if not args.skip_native:
-        build_class, cmake_args = controller_build_class()
-        build = role_build(build_class, cmake_args)
-        directory = Path(build["archive"][:-len(".tar.gz")])
-        role_python, dummy = venv_with(build_class, ["--no-index", "--find-links", directory / "deps",
-                                                     str(directory / build["manifest"]["wheel"]) + "[server]"],
-                                       engine=directory / "engine")
     places = {}
     if not args.skip_native:
-        model = q8_model(role_python)
-        trials, key = concurrency_native(args, model)
+        python, directory, build = role_install(*controller_build_class())
+        model = q8_model(python)
+        trials = concurrency_native(args, python, directory, model)
         places["controller (native)"] = {"model": model.name, "threads": args.threads, "tokens": args.tokens,
-                                         "rounds": args.rounds, "build": key, "trials": trials}
+                                         "rounds": args.rounds, "build": build["key"], "trials": trials}
     if not args.skip_vm:
         trials = concurrency_vm(args)
         places["lab VM (TCG, 2 vCPUs)"] = {"model": VM_MODEL, "threads": 2, "tokens": args.vm_tokens,

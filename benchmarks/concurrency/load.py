@@ -1,7 +1,7 @@
 """Concurrent streaming clients against local inference servers, interleaved, measured per stream.
 
-Runs where the servers run (the controller, or inside a lab VM against its own loopback); standard
-library only, so a VM's python3 runs it as it is.
+Runs where the servers run (the controller, or inside a lab VM against its own loopback), beside the
+health gate's stream_probe.py (standard library only, so a VM's python3 runs both as they are).
 
 Usage: python3 load.py CONFIG_JSON
 CONFIG: {"servers": {"LABEL": PORT, ...}, "clients": [1, 2, 4, 8], "rounds": 3, "tokens": 32, "api_key": ""}
@@ -13,28 +13,15 @@ slow drift of the machine hits every variant alike.
 import json
 import sys
 import threading
-import time
-import urllib.request
+
+import stream_probe
 
 
 def stream(port, tokens, api_key, index, barrier):
-    headers = {"Content-Type": "application/json"}
-    if api_key:
-        headers["Authorization"] = "Bearer " + api_key
-    body = json.dumps({"prompt": "Client %d writes about CPUs:" % index, "max_tokens": tokens, "stream": True,
-                       "temperature": 0, "ignore_eos": True}).encode()
-    request = urllib.request.Request("http://127.0.0.1:%d/v1/completions" % port, data=body, headers=headers)
     barrier.wait()
-    started = time.monotonic()
-    arrivals = []
-    with urllib.request.urlopen(request, timeout=1800) as response:
-        for raw in response:
-            line = raw.decode().strip()
-            if line.startswith("data:") and line != "data: [DONE]":
-                payload = json.loads(line[5:])
-                if any(choice.get("text") for choice in payload.get("choices", [])):
-                    arrivals.append(time.monotonic())
-    finished = time.monotonic()
+    started, arrivals, finished = stream_probe.token_arrivals(port, {
+        "prompt": "Client %d writes about CPUs:" % index, "max_tokens": tokens, "stream": True, "temperature": 0,
+        "ignore_eos": True}, api_key, timeout=1800)
     return {"start": started, "first_token": arrivals[0] if arrivals else None, "end": finished,
             "tokens": len(arrivals), "gaps_ms": [round((b - a) * 1000, 2) for a, b in zip(arrivals, arrivals[1:])]}
 

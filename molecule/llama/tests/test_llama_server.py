@@ -84,8 +84,9 @@ def test_derived_memory_limits_follow_the_model(host):
          "c4ef88524a28304d559afb85e8fc7c536ef76c7a3be8840f23b37e0cedbd2440"], capture_output=True, text=True,
         check=True).stdout)
     derived = model_memory(meta, 256, 1, engine="llama-cpp-python")
-    shown = host.check_output("systemctl show --property=MemoryMax,MemoryHigh --value %s" % _unit("tiny-deepseek"))
-    memory_max, memory_high = [int(value) for value in shown.split()]
+    shown = dict(line.split("=", 1) for line in host.check_output(
+        "systemctl show --property=MemoryMax,MemoryHigh %s" % _unit("tiny-deepseek")).splitlines())
+    memory_max, memory_high = int(shown["MemoryMax"]), int(shown["MemoryHigh"])
     print("derived for tiny-deepseek: MemoryHigh=%d MemoryMax=%d (weights %d, KV cache %d)"
           % (memory_high, memory_max, derived["weights"], derived["kv_cache"]))
     assert (memory_max, memory_high) == (derived["memory_max"], derived["memory_high"])

@@ -23,22 +23,31 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
-def measure(port, max_tokens, api_key=""):
-    """One streamed completion on 127.0.0.1:PORT, measured (a dict, see the module's docstring)."""
+def token_arrivals(port, body, api_key="", timeout=600):
+    """POST a streamed completion to 127.0.0.1:PORT; (started, [arrival of each event carrying text],
+    finished), monotonic seconds. Events without text (llama-server's closing chunk with the finish
+    reason) are no tokens."""
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = "Bearer " + api_key
-    body = json.dumps({"prompt": "Health check of the inference service:", "max_tokens": max_tokens,
-                       "stream": True, "temperature": 0}).encode()
-    request = urllib.request.Request("http://127.0.0.1:%d/v1/completions" % port, data=body, headers=headers)
+    request = urllib.request.Request("http://127.0.0.1:%d/v1/completions" % port, data=json.dumps(body).encode(),
+                                     headers=headers)
     started = time.monotonic()
     arrivals = []
-    with urllib.request.urlopen(request, timeout=600) as response:
+    with urllib.request.urlopen(request, timeout=timeout) as response:
         for raw in response:
             line = raw.decode().strip()
             if line.startswith("data:") and line != "data: [DONE]":
-                arrivals.append(time.monotonic())
-    finished = time.monotonic()
+                if any(choice.get("text") for choice in json.loads(line[5:]).get("choices", [])):
+                    arrivals.append(time.monotonic())
+    return started, arrivals, time.monotonic()
+
+
+def measure(port, max_tokens, api_key=""):
+    """One streamed completion on 127.0.0.1:PORT, measured (a dict, see the module's docstring)."""
+    started, arrivals, finished = token_arrivals(port, {
+        "prompt": "Health check of the inference service:", "max_tokens": max_tokens, "stream": True,
+        "temperature": 0}, api_key)
     gaps = [(b - a) * 1000 for a, b in zip(arrivals, arrivals[1:])]
     span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else 0.0
     return {

@@ -80,30 +80,28 @@ def test_any_failure_after_writes_puts_everything_back(tree, failure):
     assert ("exception" in result) == isinstance(failure, TypeError)  # a traceback only for defects
 
 
-def test_a_refused_step_names_itself_and_undoes_the_earlier_ones(tree, monkeypatch):
-    before = snapshot(tree)
+def kernel_refuses(monkeypatch, path, value, reason):
+    """The kernel says no to writing value to path, and yes to everything else."""
     real = _knobs.write_knob
 
-    def refuse_b(root, relative, value):
-        if relative == "/k/b" and value == "20":
-            raise KnobError("cannot write /k/b: Invalid argument")
-        real(root, relative, value)
+    def write(root, relative, written):
+        if relative == path and written == value:
+            raise KnobError("cannot write %s: %s" % (path, reason))
+        real(root, relative, written)
 
-    monkeypatch.setattr(_knobs, "write_knob", refuse_b)
+    monkeypatch.setattr(_knobs, "write_knob", write)
+
+
+def test_a_refused_step_names_itself_and_undoes_the_earlier_ones(tree, monkeypatch):
+    before = snapshot(tree)
+    kernel_refuses(monkeypatch, "/k/b", "20", "Invalid argument")
     outcome, result = run(lambda module, journal: journal.apply(two_knobs_and_a_file(tree)))
     assert outcome == "failed" and snapshot(tree) == before
     assert result["msg"].startswith("write /k/b = 20: cannot write /k/b: Invalid argument;")
 
 
 def test_what_cannot_be_put_back_is_named(tree, monkeypatch):
-    real = _knobs.write_knob
-
-    def refuse_undo_of_a(root, relative, value):
-        if relative == "/k/a" and value == "1":
-            raise KnobError("cannot write /k/a: Device or resource busy")
-        real(root, relative, value)
-
-    monkeypatch.setattr(_knobs, "write_knob", refuse_undo_of_a)
+    kernel_refuses(monkeypatch, "/k/a", "1", "Device or resource busy")  # the undo of /k/a
 
     def body(module, journal):
         journal.apply(two_knobs_and_a_file(tree))
