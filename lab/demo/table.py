@@ -24,8 +24,8 @@ def table(raw):
         if alone:
             ratio = stats.ratio(summary, variant, alone)
             versus = "%.2fx, %.2fx" % (ratio["tokens_per_second"], ratio["inter_token_p99"])
-        lines.append("%-22s %10.2f %14s %22s" % (label, mine["tokens_per_second_median"], mine["inter_token_p99_ms"],
-                                                   versus))
+        row = (label, mine["tokens_per_second_median"], mine["inter_token_p99_ms"], versus)
+        lines.append("%-22s %10.2f %14s %22s" % row)
     tuned = raw["units"].get("system.slice", {}).get("AllowedCPUs", "?")
     lines.append("(neighbour: stress-ng on every CPU; tuned: system.slice AllowedCPUs=%s, the service on the "
                  "inference CPUs; %s rounds, software-emulated CPUs: only the ratios mean anything)"

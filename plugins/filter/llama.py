@@ -19,7 +19,8 @@ CACHE_TYPE_BYTES = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0"
 # HTTP server (and for the Python engine the interpreter and its libraries). Measured on the lab's
 # tiny models (docs/llama_server.md); larger models add compute buffers that the factors below cover.
 ENGINE_OVERHEAD = {"llama-server": 96 * MIB, "llama-cpp-python": 192 * MIB}
-HIGH_FACTOR, MAX_FACTOR = 1.15, 1.35
+HIGH_FACTOR = 1.15
+MAX_FACTOR = 1.35
 
 
 def _mib_up(value):
