@@ -230,8 +230,10 @@ def engine_families(families, unit, text):
         name, labels, value = sample
         renamed = ENGINE_PREFIX + name[len(ENGINE_NAMESPACE):]
         about = described.get(name, {})
-        family = families.setdefault(renamed, Family(renamed, about.get("TYPE", "untyped"),
-                                                     about.get("HELP", "llama-server's %s" % name)))
+        kind = about.get("TYPE", "untyped")
+        if kind == "counter" and not renamed.endswith("_total"):
+            kind = "gauge"  # n_tokens_max, a high-water mark typed counter: counters are named *_total
+        family = families.setdefault(renamed, Family(renamed, kind, about.get("HELP", "llama-server's %s" % name)))
         try:
             number = float(value)
         except ValueError:

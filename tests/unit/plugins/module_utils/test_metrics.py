@@ -13,6 +13,7 @@ from kernel_tree import write_tree
 UNIT = "cpuinfer-llama-bench.service"
 GROUP = "/sys/fs/cgroup/cpuinfer-inference.slice/" + UNIT
 PROMTOOL = Path(__file__).resolve().parents[4] / ".build" / "tools" / "promtool"
+ENGINE_CAPTURE = Path(__file__).resolve().parents[2] / "data" / "llama_server_metrics.txt"  # a real llama-server scrape
 
 
 def unit_tree(root, memory_max="536870912"):
@@ -101,6 +102,14 @@ def test_histogram_is_cumulative():
     assert got[(name + "_sum", labels())] == pytest.approx(4.05)
 
 
+def test_engine_counters_without_total_become_gauges():
+    # llama-server types its high-water mark n_tokens_max as a counter; promtool wants counters named *_total
+    engine = _metrics.engine_families({}, UNIT, ENGINE_CAPTURE.read_text(encoding="utf-8"))
+    assert engine["cpuinfer_engine_n_tokens_max"].kind == "gauge"
+    assert engine["cpuinfer_engine_prompt_tokens_total"].kind == "counter"
+    assert all(f.name.endswith("_total") for f in engine.values() if f.kind == "counter")
+
+
 def test_label_values_are_escaped():
     family = _metrics.Family("x_total", "counter", "h")
     family.add({"reason": 'say "no"\nnow'}, 1)
@@ -115,7 +124,8 @@ def test_promtool_accepts_the_output(tmp_path):
                     pressure_events=0)
     histogram = _metrics.LatencyHistogram()
     histogram.observe(UNIT, [0.02, 0.03], 40.0)
-    text = _metrics.render(metrics.families() + histogram.families())
+    engine = _metrics.engine_families({}, UNIT, ENGINE_CAPTURE.read_text(encoding="utf-8"))
+    text = _metrics.render(metrics.families() + histogram.families() + list(engine.values()))
     result = subprocess.run([str(PROMTOOL), "check", "metrics"], input=text, capture_output=True, text=True,
                             check=False)
     assert result.returncode == 0, result.stdout + result.stderr
