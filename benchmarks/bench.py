@@ -83,6 +83,22 @@ def write_report(name, data, markdown):
     log("wrote %s" % (OUT / ("%s.md" % name)))
 
 
+def carried_places(name, measured):
+    """The places of the committed report that this run skipped (--skip-native / --skip-vm), each
+    marked with the command, date and commit that measured it, so one half can be rerun alone."""
+    report = OUT / ("%s.json" % name)
+    if not report.exists():
+        return {}
+    previous = json.loads(report.read_text(encoding="utf-8"))
+    carried = {}
+    for place, result in previous.get("places", {}).items():
+        if place not in measured:
+            env = previous["environment"]
+            carried[place] = dict(result, measured_by=result.get("measured_by") or {
+                key: env[key] for key in ("command", "date", "commit")})
+    return carried
+
+
 def in_lab_vm(name, sizes, keep, reuse=False):
     """Boot benchmarks/NAME/topology.json's VM, run its prepare.yml then measure.yml (with sizes as
     extra vars), stop the VM unless keep; returns (prepare seconds, measure seconds, raw output)."""
@@ -450,6 +466,7 @@ def concurrency(args):
         place["summary"] = stats.summarize_concurrency(place["trials"])
         place["goal_4_clients"] = {server: stats.concurrency_goal(place["summary"], server)
                                    for server in place["summary"] if "4" in place["summary"][server]}
+    places = dict(carried_places("concurrency", places), **places)
     data = {"environment": environment(), "note": EMULATION_NOTE, "slots": CONCURRENCY_SLOTS, "places": places}
     write_report("concurrency", data, concurrency_markdown(data))
 
@@ -465,8 +482,11 @@ def concurrency_markdown(data):
              "Goal (issue 15): with 4 clients llama-server delivers >= 2.5x the aggregate tokens/s of 1 client, "
              "with p99 inter-token <= 2x the 1-client p99." % data["slots"], ""]
     for place, result in data["places"].items():
-        lines += ["## %s" % place, "", "Model %s, %s threads, %d tokens per stream, %d rounds." % (
-            result["model"], result["threads"], result["tokens"], result["rounds"]), "",
+        origin = result.get("measured_by")
+        lines += ["## %s" % place, "", "Model %s, %s threads, %d tokens per stream, %d rounds.%s" % (
+            result["model"], result["threads"], result["tokens"], result["rounds"],
+            " Measured earlier: `%s` (%s, commit %s)." % (origin["command"], origin["date"], origin["commit"])
+            if origin else ""), "",
             "| server | clients | aggregate tok/s (median) | per round | per-stream tok/s | TTFT p50 / p99 ms | "
             "inter-token p50 / p99 ms |", "|---|---|---|---|---|---|---|"]
         for server, by_clients in result["summary"].items():

@@ -30,3 +30,21 @@ def test_wheel_builds_counts_only_the_build_task():
     assert bench.wheel_builds(OUTPUT) == 1
     assert bench.wheel_builds(OUTPUT.replace("changed: [bench-conv-1 -> localhost]", "ok: [bench-conv-1 -> localhost]")) == 0
     assert bench.wheel_builds("PLAY RECAP") == 0
+
+
+def test_a_skipped_place_is_carried_with_who_measured_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "OUT", tmp_path)
+    previous = {"environment": {"command": "benchmarks/run concurrency --skip-vm", "date": "d", "commit": "abc"},
+                "places": {"controller (native)": {"trials": [1]}, "lab VM (TCG, 2 vCPUs)": {"trials": [2]}}}
+    (tmp_path / "concurrency.json").write_text(bench.json.dumps(previous), encoding="utf-8")
+    carried = bench.carried_places("concurrency", {"lab VM (TCG, 2 vCPUs)": {"trials": [3]}})
+    assert list(carried) == ["controller (native)"]
+    assert carried["controller (native)"]["trials"] == [1]
+    assert carried["controller (native)"]["measured_by"]["commit"] == "abc"
+    again = bench.carried_places("concurrency", {})  # a carried place keeps its first origin
+    (tmp_path / "concurrency.json").write_text(bench.json.dumps(dict(previous, places=carried,
+                                               environment={"command": "x", "date": "e", "commit": "def"})),
+                                               encoding="utf-8")
+    assert bench.carried_places("concurrency", {})["controller (native)"]["measured_by"]["commit"] == "abc"
+    assert set(again) == set(previous["places"])
+    assert bench.carried_places("missing", {}) == {}
