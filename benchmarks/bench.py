@@ -90,13 +90,9 @@ def carried_places(name, measured):
     if not report.exists():
         return {}
     previous = json.loads(report.read_text(encoding="utf-8"))
-    carried = {}
-    for place, result in previous.get("places", {}).items():
-        if place not in measured:
-            env = previous["environment"]
-            carried[place] = dict(result, measured_by=result.get("measured_by") or {
-                key: env[key] for key in ("command", "date", "commit")})
-    return carried
+    origin = {key: previous["environment"][key] for key in ("command", "date", "commit")}
+    return {place: dict(result, measured_by=result.get("measured_by") or origin)
+            for place, result in previous.get("places", {}).items() if place not in measured}
 
 
 def in_lab_vm(name, sizes, keep, reuse=False):
