@@ -107,6 +107,55 @@ def llama_instances(instances, defaults, allowed_cpus, core_cpus, models, extra_
     return {"instances": result, "problems": problems}
 
 
+def _older(a, b):
+    if a is None or b is None:
+        return None
+    return a if tuple(int(x) for x in a.split(".")) <= tuple(int(x) for x in b.split(".")) else b
+
+
+def llama_build_classes(hosts, hostvars, kleidiai_classes=(), build_hosts=None):
+    """One build per (CPU class, distribution, release, Python) among hosts that run instances, for
+    the oldest glibc/libstdc++ among them; KleidiAI added to the aarch64 classes named; the build
+    host named for the class, else for its machine, else None (the controller)."""
+    build_hosts = build_hosts or {}
+    builds = {}
+    for host in hosts:
+        variables = hostvars[host]
+        if not variables.get("__llama_server_needs_build"):
+            continue
+        facts = variables["ansible_facts"]
+        cpu, runtime = facts["cpuinfer"], facts["cpuinfer"].get("runtime") or {}
+        if not runtime.get("glibc"):
+            raise AnsibleFilterError("%s has no glibc that host_facts could read: the engine is built for glibc hosts" % host)
+        python = "%s.%s" % (facts["python"]["version"]["major"], facts["python"]["version"]["minor"])
+        cmake_args = list(cpu["llama_cmake_args"])
+        if cpu["llama_build_class"] in kleidiai_classes:
+            if cpu["arch"] != "aarch64":
+                raise AnsibleFilterError("KleidiAI is for aarch64 classes; %s is %s" % (cpu["llama_build_class"], cpu["arch"]))
+            cmake_args.append("-DGGML_CPU_KLEIDIAI=ON")
+        key = (cpu["llama_build_class"], facts["distribution"], facts["distribution_release"], python)
+        build = builds.setdefault(key, {
+            "build_class": cpu["llama_build_class"], "cmake_args": cmake_args, "machine": facts["architecture"],
+            "python": python, "distribution": facts["distribution"], "release": facts["distribution_release"],
+            "glibc": runtime["glibc"], "glibcxx": runtime.get("glibcxx"), "hosts": [],
+            "build_host": build_hosts.get(cpu["llama_build_class"]) or build_hosts.get(facts["architecture"])})
+        build["glibc"] = _older(build["glibc"], runtime["glibc"])
+        build["glibcxx"] = _older(build["glibcxx"], runtime.get("glibcxx"))
+        build["hosts"].append(host)
+    return [builds[key] for key in sorted(builds)]
+
+
+def llama_build_argv(build, version, mirror, constraints):
+    """llama_build.py's arguments for one entry of llama_build_classes (no --cache, no --plan)."""
+    argv = ["--version", version, "--build-class", build["build_class"], "--machine", build["machine"],
+            "--python-version", build["python"], "--distribution", build["distribution"], "--release", build["release"],
+            "--glibc", build["glibc"], "--mirror", mirror, "--constraints", constraints]
+    if build.get("glibcxx"):
+        argv += ["--glibcxx", build["glibcxx"]]
+    return argv + ["--cmake-arg=" + arg for arg in build["cmake_args"]]
+
+
 class FilterModule:
     def filters(self):
-        return {"llama_instances": llama_instances, "model_memory": model_memory}
+        return {"llama_instances": llama_instances, "model_memory": model_memory,
+                "llama_build_classes": llama_build_classes, "llama_build_argv": llama_build_argv}

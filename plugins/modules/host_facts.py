@@ -17,6 +17,9 @@ description:
   - Reads only C(/proc/cpuinfo), C(/proc/filesystems), C(/proc/mounts), C(/sys/devices/system/cpu)
     (online, topology, caches, ARM C(midr_el1)), C(/sys/devices/system/node),
     C(/sys/fs/cgroup/cgroup.controllers) and C(/sys/fs/resctrl/info); changes nothing.
+  - Reports the C library's release (from C(libc.so.6)'s banner) and libstdc++'s newest C(GLIBCXX_)
+    version (from its file name) under C(runtime), so a controller-built engine can be checked
+    against what the host will load; C(null) where the host has neither (musl, a bare tree).
   - Facts are returned under C(ansible_facts.cpuinfer).
   - Hosts of other architectures (ppc64le, riscv64, s390x, or a C(/proc/cpuinfo) the module cannot
     read) are reported as C(platform=other), C(arch=other) with no ISA and no llama.cpp build class;
@@ -79,9 +82,10 @@ ansible_facts:
         rdt: {l3_cat: false, l3_cdp: false, l2_cat: false, mba: false, l3_mon: false, mounted: false, kernel: false}
         llama_build_class: arm-armv8.2-a+dotprod+fp16
         llama_cmake_args: ["-DGGML_NATIVE=OFF", "-DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod+fp16"]
+        runtime: {glibc: "2.36", glibcxx: "3.4.30"}
 """
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _cpu_classes, _resctrl, _topology
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _cpu_classes, _resctrl, _runtime, _topology
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import format_cpulist
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import run_module
 
@@ -123,6 +127,7 @@ def gather(root):
         ),
         "llama_build_class": build_class,
         "llama_cmake_args": cmake_args,
+        "runtime": _runtime.runtime(root),
     }
 
 

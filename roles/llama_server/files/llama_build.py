@@ -1,6 +1,6 @@
 # Copyright: cpuinfer.llm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Build the inference engine once per CPU class on the controller, from the pinned
+"""Build the inference engine once per CPU class and host release, from the pinned
 llama-cpp-python source, into one archive that hosts unpack and use offline.
 
 One compile serves both engines: llama.cpp's own `llama-server` and the shared libraries
@@ -8,19 +8,29 @@ One compile serves both engines: llama.cpp's own `llama-server` and the shared l
 sdist vendors; the llama-cpp-python wheel is built without compiling (LLAMA_BUILD=OFF) and the
 hosts put those same libraries into its package. One pin, one llama.cpp, one compile per class.
 
+The compile runs in a build root of the hosts' release (build_root.py): the engine links against
+the glibc and libstdc++ the hosts have, and aarch64 classes are cross-compiled there from an x86_64
+controller. With --build-root none it uses this machine's own toolchain (a build host of the hosts'
+release and machine). Whatever made it, every ELF file is checked against the hosts (machine,
+newest GLIBC_/GLIBCXX_ version) before the archive is handed out (artifact_check.py).
+
 Cache (--cache):
   sources/llama_cpp_python-VERSION.tar.gz   the sdist, fetched once per version with pip
+  roots/RELEASE-MACHINE-HASH/               build roots
   KEY/        wheel, deps/ (the server extra's wheels for the hosts), engine/ (llama-server, lib*.so),
               manifest.json
   KEY.tar.gz  the same, one archive to ship: one transfer and one unpack per host
   KEY.build.log
-KEY = VERSION-CLASS-hash(CMake arguments, dependency pins, this builder's BUILDER_VERSION).
+KEY = VERSION-CLASS-RELEASE-hash(CMake arguments, machine, Python, dependency pins, BUILDER_VERSION).
+An archive already in the cache is used whatever this machine is (a preloaded cache).
 
 Prints one JSON object: {"key", "archive", "built", "manifest"}. With --plan (check mode) nothing is
 built: "built" says whether a real run would build, "archive" is null until it exists.
+Exit codes: 1 the build failed, 2 it cannot be built here, 3 the build does not fit the hosts.
 """
 
 import argparse
+import base64
 import fcntl
 import hashlib
 import json
@@ -31,10 +41,13 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import zipfile
 
+import build_root
+
 # Bump when a change here changes what lands in the archive.
-BUILDER_VERSION = 2
+BUILDER_VERSION = 3
 ENGINE_TARGET = "llama-server"
 # llama.cpp's tree as the engine needs it: shared libraries for the Python package, no tests or
 # examples, nothing fetched at build time (the prebuilt web UI comes from a download), no TLS in
@@ -49,10 +62,12 @@ ENGINE_CMAKE_ARGS = [
 WHEEL_CMAKE_ARGS = ["-DLLAMA_BUILD=OFF", "-DLLAVA_BUILD=OFF"]
 
 
-def cache_key(version, build_class, cmake_args, constraints):
-    pins = open(constraints, encoding="utf-8").read() if constraints else ""
-    material = [version, build_class, pins, "builder %d" % BUILDER_VERSION] + sorted(cmake_args)
-    return "%s-%s-%s" % (version, build_class, hashlib.sha256("\n".join(material).encode()).hexdigest()[:12])
+def cache_key(args):
+    pins = open(args.constraints, encoding="utf-8").read() if args.constraints else ""
+    material = [args.version, args.build_class, args.distribution, args.release, args.machine, args.python_version,
+                pins, "builder %d" % BUILDER_VERSION] + sorted(args.cmake_arg)
+    digest = hashlib.sha256("\n".join(material).encode()).hexdigest()[:12]
+    return "%s-%s-%s-%s" % (args.version, args.build_class, args.release, digest)
 
 
 def engine_configure_argv(source, build_dir, class_args):
@@ -88,6 +103,13 @@ def _run(argv, log, env=None, cwd=None):
     subprocess.run(argv, env=env, cwd=cwd, check=True, stdout=log, stderr=subprocess.STDOUT)
 
 
+def extract(tarball, destination):
+    with tarfile.open(tarball) as tar:
+        # the data filter refuses links out of the tree; Pythons before 3.11.4 lack it
+        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+        tar.extractall(destination, **safe)  # nosec: our sdist or our own archives, filtered
+
+
 def fetch_source(cache, version, log):
     """The sdist of llama-cpp-python, once per version (pip, so the user's index settings apply)."""
     sources = os.path.join(cache, "sources")
@@ -102,13 +124,8 @@ def fetch_source(cache, version, log):
     return sdist
 
 
-def build_engine(source, work, class_args, log, env):
-    """llama-server and the shared libraries, into work/engine."""
-    build_dir = os.path.join(work, "build")
-    _run(engine_configure_argv(source, build_dir, class_args), log, env)
-    _run(["cmake", "--build", build_dir, "--target", ENGINE_TARGET, "--parallel", str(os.cpu_count() or 1)], log, env)
-    binaries = os.path.join(build_dir, "bin")
-    engine = os.path.join(work, "engine")
+def collect_engine(binaries, engine):
+    """llama-server and the shared libraries of a finished build, into engine/."""
     os.makedirs(engine)
     for name in sorted(os.listdir(binaries)):
         if name == ENGINE_TARGET or ".so" in name:
@@ -118,14 +135,67 @@ def build_engine(source, work, class_args, log, env):
                 os.symlink(os.readlink(path), os.path.join(engine, name))
             else:
                 shutil.copy2(path, os.path.join(engine, name))
-    return engine
+
+
+def compile_steps(source, build_dir, class_args, toolchain_args):
+    return [engine_configure_argv(source, build_dir, list(class_args) + list(toolchain_args)),
+            ["cmake", "--build", build_dir, "--target", ENGINE_TARGET, "--parallel", str(os.cpu_count() or 1)]]
+
+
+def build_engine_here(source, work, class_args, log, env):
+    build_dir = os.path.join(work, "build")
+    for step in compile_steps(source, build_dir, class_args, []):
+        _run(step, log, env)
+    collect_engine(os.path.join(build_dir, "bin"), os.path.join(work, "engine"))
+    shutil.rmtree(build_dir, ignore_errors=True)
+
+
+def build_engine_in_root(tree, sdist, args, work, log, env):
+    """Unpack the source inside the root, compile there, take the binaries out."""
+    os.makedirs(os.path.join(tree, "work"), exist_ok=True)
+    inside = tempfile.mkdtemp(prefix="engine-", dir=os.path.join(tree, "work"))
+    try:
+        extract(sdist, inside)
+        workdir = "/work/" + os.path.basename(inside)
+        source = "%s/llama_cpp_python-%s" % (workdir, args.version)
+        toolchain = build_root.cmake_toolchain_args(args.machine)
+        for step in compile_steps(source, workdir + "/build", args.cmake_arg, toolchain):
+            build_root.run_in(tree, step, log, env, workdir)
+        collect_engine(os.path.join(inside, "build", "bin"), os.path.join(work, "engine"))
+        return toolchain
+    finally:
+        shutil.rmtree(inside, ignore_errors=True)
+
+
+def retag_wheel(wheel, machine):
+    """The library-free wheel holds no compiled code, so the hosts' platform tag is all that differs
+    between machines: rewrite the tag (WHEEL, its RECORD line, the file name)."""
+    current = os.path.basename(wheel).rsplit("-", 1)[1][:-len(".whl")]
+    wanted = "linux_" + machine
+    if current == wanted:
+        return wheel
+    retagged = os.path.join(os.path.dirname(wheel), os.path.basename(wheel).replace(current + ".whl", wanted + ".whl"))
+    with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(retagged, "w", zipfile.ZIP_DEFLATED) as target:
+        names = source.namelist()
+        wheel_file = next(n for n in names if n.endswith(".dist-info/WHEEL"))
+        tagged = source.read(wheel_file).decode().replace("-" + current + "\n", "-" + wanted + "\n").encode()
+        digest = base64.urlsafe_b64encode(hashlib.sha256(tagged).digest()).rstrip(b"=").decode()
+        for name in names:
+            data = tagged if name == wheel_file else source.read(name)
+            if name.endswith(".dist-info/RECORD"):
+                lines = [("%s,sha256=%s,%d" % (wheel_file, digest, len(tagged)) if line.startswith(wheel_file + ",") else line)
+                         for line in data.decode().splitlines()]
+                data = ("\n".join(lines) + "\n").encode()
+            target.writestr(source.getinfo(name), data)
+    os.remove(wheel)
+    return retagged
 
 
 def build_wheel_and_deps(sdist, work, args, log, env):
     """The library-free llama-cpp-python wheel, and the server extra's dependencies for the hosts."""
     wheel_env = dict(env, CMAKE_ARGS=" ".join(WHEEL_CMAKE_ARGS))
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "-w", work, sdist], log, wheel_env)
-    wheel = next(os.path.join(work, n) for n in os.listdir(work) if n.endswith(".whl"))
+    wheel = retag_wheel(next(os.path.join(work, n) for n in os.listdir(work) if n.endswith(".whl")), args.machine)
     command = [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "--python-version", args.python_version,
                "--implementation", "cp", "-d", os.path.join(work, "deps")]
     for tag in platform_tags(args.machine, args.glibc):
@@ -153,21 +223,30 @@ def build(args, key, target, log):
     env.pop("SOURCE_DATE_EPOCH", None)  # it turns every ISA flag off in llama.cpp's build
     env["CMAKE_BUILD_PARALLEL_LEVEL"] = str(os.cpu_count() or 1)
     sdist = fetch_source(args.cache, args.version, log)
+    started = time.monotonic()
+    seconds = {}
     scratch = tempfile.mkdtemp(prefix="llama-build-", dir=args.cache)
     try:
         work = os.path.join(scratch, key)
         os.makedirs(work)
-        with tarfile.open(sdist) as tar:
-            # the data filter refuses links out of the tree; Pythons before 3.11.4 lack it
-            safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
-            tar.extractall(scratch, **safe)  # nosec: our own pinned sdist
-        source = os.path.join(scratch, "llama_cpp_python-%s" % args.version)
-        log.write("building %s for %s: %s\n" % (ENGINE_TARGET, args.build_class, " ".join(args.cmake_arg)))
-        build_engine(source, work, args.cmake_arg, log, env)
-        shutil.rmtree(os.path.join(work, "build"), ignore_errors=True)
+        log.write("building %s for %s (%s %s): %s\n" % (ENGINE_TARGET, args.build_class, args.distribution,
+                                                        args.release, " ".join(args.cmake_arg)))
+        if args.build_root == "none":
+            extract(sdist, scratch)
+            build_engine_here(os.path.join(scratch, "llama_cpp_python-%s" % args.version), work, args.cmake_arg, log, env)
+            toolchain, made_in = [], "this machine (%s)" % platform.machine()
+        else:
+            tree = build_root.ensure(args.cache, args.distribution, args.release, args.mirror,
+                                     lambda argv: _run(argv, log), log)
+            seconds["build_root"] = round(time.monotonic() - started, 1)
+            toolchain = build_engine_in_root(tree, sdist, args, work, log, env)
+            made_in = "build root " + os.path.basename(tree)
+        seconds["engine"] = round(time.monotonic() - started - seconds.get("build_root", 0), 1)
         wheel = build_wheel_and_deps(sdist, work, args, log, env)
-        manifest = {"key": key, "version": args.version, "build_class": args.build_class,
-                    "cmake_args": ENGINE_CMAKE_ARGS + args.cmake_arg, "machine": args.machine,
+        seconds["total"] = round(time.monotonic() - started, 1)
+        manifest = {"seconds": seconds, "key": key, "version": args.version, "build_class": args.build_class,
+                    "cmake_args": ENGINE_CMAKE_ARGS + args.cmake_arg, "toolchain_args": toolchain,
+                    "built_in": made_in, "machine": args.machine, "release": "%s %s" % (args.distribution, args.release),
                     "wheel": os.path.basename(wheel), "engine": "engine/" + ENGINE_TARGET,
                     "libraries": sorted(n for n in os.listdir(os.path.join(work, "engine")) if ".so" in n)}
         with open(os.path.join(work, "manifest.json"), "w", encoding="utf-8") as handle:
@@ -186,7 +265,7 @@ def report(key, target, built):
     return {"key": key, "archive": archive if os.path.exists(archive) else None, "built": built, "manifest": manifest}
 
 
-def main():
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", required=True)
     parser.add_argument("--build-class", required=True)
@@ -194,32 +273,77 @@ def main():
     parser.add_argument("--cache", required=True)
     parser.add_argument("--machine", required=True, help="the hosts' machine, e.g. x86_64")
     parser.add_argument("--python-version", required=True, help="the hosts' Python, e.g. 3.11")
-    parser.add_argument("--glibc", required=True, help="the hosts' glibc, e.g. 2.36")
+    parser.add_argument("--distribution", required=True, help="the hosts' distribution, e.g. Debian")
+    parser.add_argument("--release", required=True, help="the hosts' release, e.g. bookworm")
+    parser.add_argument("--glibc", required=True, help="the oldest glibc among the hosts, e.g. 2.36")
+    parser.add_argument("--glibcxx", help="the oldest libstdc++ symbol version among the hosts, e.g. 3.4.30")
+    parser.add_argument("--build-root", choices=("auto", "none"), default="auto",
+                        help="auto: compile in a build root of the hosts' release; none: with this machine's toolchain")
+    parser.add_argument("--mirror", default="http://deb.debian.org/debian", help="Debian mirror for build roots")
+    parser.add_argument("--no-host-check", action="store_true",
+                        help="on a build host: leave the check against the hosts to the controller")
     parser.add_argument("--constraints")
     parser.add_argument("--plan", action="store_true", help="say what a real run would do; build nothing")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
 
-    key = cache_key(args.version, args.build_class, args.cmake_arg, args.constraints)
+
+def cannot_build_here(args):
+    if args.build_root == "none" and args.machine != platform.machine():
+        return ("this machine is %s and builds with its own toolchain (build root none): it cannot build for %s "
+                "hosts; use a build root, a %s build host, or preload the cache" % (platform.machine(), args.machine, args.machine))
+    if args.build_root == "auto" and args.machine not in build_root.TRIPLET:
+        return "no toolchain for %s hosts" % args.machine
+    return None
+
+
+def unpack_preloaded(archive, cache):
+    """A cache preloaded with archives only: KEY/ comes out of KEY.tar.gz (checks and manifest read it)."""
+    extract(archive, cache)
+
+
+def check_against_hosts(args, target):
+    """Refusal text when the build's ELF files do not fit the hosts, else None."""
+    import artifact_check  # pyelftools: needed where builds are checked (the controller), not on build hosts
+
+    found = artifact_check.problems(target, args.machine, {"GLIBC": args.glibc, "GLIBCXX": args.glibcxx})
+    if not found:
+        return None
+    return ("the build %s does not fit its hosts (%s %s, glibc %s, GLIBCXX %s): %s"
+            % (os.path.basename(target), args.distribution, args.release, args.glibc, args.glibcxx or "?", "; ".join(found)))
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    key = cache_key(args)
     target = os.path.join(args.cache, key)
     if args.plan:
         print(json.dumps(report(key, target, not os.path.exists(target + ".tar.gz"))))
         return 0
-    if args.machine != platform.machine():
-        sys.stderr.write("this controller is %s and cannot build for %s hosts: preload the cache with a build "
-                         "made on a %s machine\n" % (platform.machine(), args.machine, args.machine))
-        return 2
     os.makedirs(args.cache, exist_ok=True)
     with open(os.path.join(args.cache, ".lock-" + key), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent runs for one key wait for one build
         built = not os.path.exists(target + ".tar.gz")
         if built:
+            refusal = cannot_build_here(args)
+            if refusal:
+                sys.stderr.write(refusal + "\n")
+                return 2
             shutil.rmtree(target, ignore_errors=True)
             with open(os.path.join(args.cache, key + ".build.log"), "w") as log:
                 try:
                     build(args, key, target, log)
+                except build_root.BuildRootError as exc:
+                    sys.stderr.write("%s\n" % exc)
+                    return 2
                 except (subprocess.CalledProcessError, OSError, StopIteration) as exc:
                     sys.stderr.write("build of %s failed (%s); log: %s\n" % (key, exc, log.name))
                     return 1
+        if not os.path.isdir(target):
+            unpack_preloaded(target + ".tar.gz", args.cache)
+        refusal = None if args.no_host_check else check_against_hosts(args, target)
+        if refusal:
+            sys.stderr.write(refusal + "\n")
+            return 3
     print(json.dumps(report(key, target, built)))
     return 0
 

@@ -1,11 +1,13 @@
 """llama_server's instance plan: defaults, threads, derived memory limits and refusals."""
 
 import pytest
+from ansible.errors import AnsibleFilterError
 
 from ansible_collections.cpuinfer.llm.plugins.filter.llama import (
     ENGINE_OVERHEAD,
     MIB,
     extra_args_problems,
+    llama_build_classes,
     llama_instances,
     model_memory,
 )
@@ -73,3 +75,49 @@ def test_a_model_the_controller_cannot_read_needs_memory_max():
 
 def test_extra_args_take_allowed_flags_with_their_values():
     assert extra_args_problems("x", ["--temp", "0.2", "--seed=7"], FLAGS) == []
+
+
+def _host(build_class, arch="x86_64", release="bookworm", glibc="2.36", glibcxx="3.4.30", python=(3, 11), builds=True):
+    facts = {"cpuinfer": {"llama_build_class": build_class, "arch": arch, "llama_cmake_args": ["-DGGML_NATIVE=OFF"],
+                          "runtime": {"glibc": glibc, "glibcxx": glibcxx}},
+             "architecture": arch, "distribution": "Debian", "distribution_release": release,
+             "python": {"version": {"major": python[0], "minor": python[1]}}}
+    return {"ansible_facts": facts, "__llama_server_needs_build": builds}
+
+
+def test_build_classes_group_by_class_and_release_for_the_oldest_runtime():
+    hostvars = {
+        "x1": _host("x86-avx2"), "x2": _host("x86-avx2", glibc="2.31", glibcxx="3.4.28", release="bullseye"),
+        "x3": _host("x86-avx2", glibc="2.36"), "k1": _host("arm-armv8.2-a+dotprod+fp16", arch="aarch64"),
+        "idle": _host("x86-avx512", builds=False),
+    }
+    builds = llama_build_classes(sorted(hostvars), hostvars, ["arm-armv8.2-a+dotprod+fp16"])
+    summary = [(b["build_class"], b["release"], b["glibc"], b["hosts"]) for b in builds]
+    assert summary == [("arm-armv8.2-a+dotprod+fp16", "bookworm", "2.36", ["k1"]),
+                       ("x86-avx2", "bookworm", "2.36", ["x1", "x3"]),
+                       ("x86-avx2", "bullseye", "2.31", ["x2"])]
+    assert builds[0]["cmake_args"] == ["-DGGML_NATIVE=OFF", "-DGGML_CPU_KLEIDIAI=ON"] and builds[0]["machine"] == "aarch64"
+    assert "-DGGML_CPU_KLEIDIAI=ON" not in builds[1]["cmake_args"]
+
+
+def test_build_classes_keep_the_oldest_of_mixed_runtimes():
+    hostvars = {"a": _host("x86-avx2", glibcxx="3.4.30"), "b": _host("x86-avx2", glibc="2.35", glibcxx="3.4.29")}
+    (build,) = llama_build_classes(["a", "b"], hostvars)
+    assert (build["glibc"], build["glibcxx"]) == ("2.35", "3.4.29")
+
+
+@pytest.mark.parametrize("hostvars, classes, words", [
+    ({"m": _host("x86-avx2", glibc=None)}, [], "m has no glibc"),
+    ({"x": _host("x86-avx2")}, ["x86-avx2"], "KleidiAI is for aarch64"),
+])
+def test_build_classes_refusals(hostvars, classes, words):
+    with pytest.raises(AnsibleFilterError, match=words):
+        llama_build_classes(list(hostvars), hostvars, classes)
+
+
+def test_build_hosts_by_class_before_machine():
+    hostvars = {"k": _host("arm-armv8-a", arch="aarch64"), "n": _host("arm-armv8.2-a+dotprod+fp16", arch="aarch64"),
+                "x": _host("x86-avx2")}
+    builds = llama_build_classes(["k", "n", "x"], hostvars, [], {"aarch64": "armbox", "arm-armv8-a": "phytiumbox"})
+    assert [(b["build_class"], b["build_host"]) for b in builds] == [
+        ("arm-armv8-a", "phytiumbox"), ("arm-armv8.2-a+dotprod+fp16", "armbox"), ("x86-avx2", None)]

@@ -119,3 +119,21 @@ def test_amx_is_reported_but_never_built_for(tmp_path, run_module):
     assert not failed and {"amx_tile", "amx_int8"} <= set(facts["isa"])
     assert facts["llama_build_class"] == "x86-avx512"
     assert "-DGGML_AMX_INT8=OFF" in facts["llama_cmake_args"] and "-DGGML_AMX_INT8=ON" not in facts["llama_cmake_args"]
+
+
+def test_runtime_versions_from_the_libraries(tmp_path, run_module):
+    xeon_tree(tmp_path)
+    libs = tmp_path / "usr" / "lib" / "x86_64-linux-gnu"
+    libs.mkdir(parents=True)
+    (libs / "libc.so.6").write_bytes(b"\x7fELF...GNU C Library (Debian GLIBC 2.36-9+deb12u4) stable release version 2.36.\n")
+    (libs / "libstdc++.so.6.0.30").write_bytes(b"\x7fELF")
+    (libs / "libstdc++.so.6").symlink_to("libstdc++.so.6.0.30")
+    assert facts_of(run_module, tmp_path)["runtime"] == {"glibc": "2.36", "glibcxx": "3.4.30"}
+
+
+def test_runtime_unknown_without_libraries(tmp_path, run_module):
+    xeon_tree(tmp_path)
+    lib64 = tmp_path / "lib64"
+    lib64.mkdir()
+    (lib64 / "libc.so.6").write_bytes(b"\x7fELF musl has no banner")
+    assert facts_of(run_module, tmp_path)["runtime"] == {"glibc": None, "glibcxx": None}

@@ -1,0 +1,140 @@
+"""llama_server's engine build: cache keys, preloaded caches, the check of a build against its hosts
+(ELF machine, GLIBC_/GLIBCXX_ versions), the platform tag of the wheel, the build root's commands."""
+
+import base64
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+FILES = Path(__file__).resolve().parents[3] / "roles" / "llama_server" / "files"
+sys.path.insert(0, str(FILES))
+
+import artifact_check  # noqa: E402
+import build_root  # noqa: E402
+import llama_build  # noqa: E402
+
+# A real ELF file of this machine: the interpreter running the tests.
+REAL_ELF = os.path.realpath(sys.executable)
+
+
+def argv(cache, *extra, machine="x86_64", glibc="2.36"):
+    return ["--version", "0.3.36", "--build-class", "x86-avx2", "--cache", str(cache), "--machine", machine,
+            "--python-version", "3.11", "--distribution", "Debian", "--release", "bookworm", "--glibc", glibc,
+            "--cmake-arg=-DGGML_NATIVE=OFF"] + list(extra)
+
+
+def preload(cache, args):
+    """A cache entry made elsewhere: KEY.tar.gz holding KEY/engine/llama-server (a real ELF) and a manifest."""
+    key = llama_build.cache_key(llama_build.parse_args(args))
+    staging = cache / "staging" / key
+    (staging / "engine").mkdir(parents=True)
+    shutil.copy(REAL_ELF, staging / "engine" / "llama-server")
+    (staging / "manifest.json").write_text(json.dumps({"key": key}))
+    with tarfile.open(cache / (key + ".tar.gz"), "w:gz") as tar:
+        tar.add(staging, arcname=key)
+    shutil.rmtree(cache / "staging")
+    return key
+
+
+def newest_glibc_needed():
+    return artifact_check.elf_requirements(REAL_ELF)[1]["GLIBC"]
+
+
+def older_than(version):
+    major, minor = (int(x) for x in version.split("."))
+    return "%d.%d" % (major, minor - 1)
+
+
+def test_a_build_that_needs_a_newer_glibc_than_the_hosts_is_refused(tmp_path, capsys):
+    needed = newest_glibc_needed()
+    hosts = older_than(needed)
+    args = argv(tmp_path, glibc=hosts)
+    preload(tmp_path, args)
+    assert llama_build.main(args) == 3
+    err = capsys.readouterr().err
+    assert "engine/llama-server needs GLIBC_%s, the hosts have GLIBC_%s" % (needed, hosts) in err
+    assert capsys.readouterr().out == ""  # no build handed out
+
+
+def test_a_preloaded_build_of_another_machine_is_refused_by_name(tmp_path, capsys):
+    args = argv(tmp_path, machine="aarch64", glibc="9.99")
+    preload(tmp_path, args)
+    assert llama_build.main(args) == 3
+    assert "engine/llama-server is built for EM_X86_64, the hosts are aarch64 (EM_AARCH64)" in capsys.readouterr().err
+
+
+def test_a_preloaded_build_that_fits_is_used_without_building(tmp_path, capsys):
+    args = argv(tmp_path, "--build-root", "none", glibc="9.99")
+    key = preload(tmp_path, args)
+    assert llama_build.main(args) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result == {"key": key, "archive": str(tmp_path / (key + ".tar.gz")), "built": False, "manifest": {"key": key}}
+
+
+def test_own_toolchain_cannot_build_for_another_machine(tmp_path, capsys):
+    other = "aarch64" if os.uname().machine != "aarch64" else "x86_64"
+    assert llama_build.main(argv(tmp_path, "--build-root", "none", machine=other)) == 2
+    assert "cannot build for %s hosts" % other in capsys.readouterr().err
+
+
+def test_plan_builds_nothing(tmp_path, capsys):
+    assert llama_build.main(argv(tmp_path, "--plan")) == 0
+    assert json.loads(capsys.readouterr().out)["built"] is True
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_key_follows_release_machine_python_and_flags():
+    base = llama_build.cache_key(llama_build.parse_args(argv("/c")))
+    assert base.startswith("0.3.36-x86-avx2-bookworm-")
+    for changed in (["--release", "trixie"], ["--python-version", "3.12"], ["--cmake-arg=-DGGML_AVX512=ON"]):
+        assert llama_build.cache_key(llama_build.parse_args(argv("/c") + changed)) != base
+    assert llama_build.cache_key(llama_build.parse_args(argv("/c", machine="aarch64"))) != base
+
+
+def _record_hash(data):
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def test_the_library_free_wheel_is_retagged_for_the_hosts(tmp_path):
+    wheel = tmp_path / "pkg-1.0-py3-none-linux_x86_64.whl"
+    tag = b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: py3-none-linux_x86_64\n"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("pkg/__init__.py", "")
+        archive.writestr("pkg-1.0.dist-info/WHEEL", tag)
+        archive.writestr("pkg-1.0.dist-info/RECORD", "pkg/__init__.py,,0\npkg-1.0.dist-info/WHEEL,%s,%d\n"
+                         "pkg-1.0.dist-info/RECORD,,\n" % (_record_hash(tag), len(tag)))
+    retagged = llama_build.retag_wheel(str(wheel), "aarch64")
+    assert os.path.basename(retagged) == "pkg-1.0-py3-none-linux_aarch64.whl" and not wheel.exists()
+    with zipfile.ZipFile(retagged) as archive:
+        new_tag = archive.read("pkg-1.0.dist-info/WHEEL")
+        record = archive.read("pkg-1.0.dist-info/RECORD").decode()
+    assert b"Tag: py3-none-linux_aarch64\n" in new_tag
+    assert "pkg-1.0.dist-info/WHEEL,%s,%d" % (_record_hash(new_tag), len(new_tag)) in record.splitlines()
+    assert llama_build.retag_wheel(retagged, "aarch64") == retagged
+
+
+def test_build_roots_are_debian_releases_only():
+    assert build_root.root_key("Debian", "bookworm", "x86_64", "http://m").startswith("bookworm-x86_64-")
+    with pytest.raises(build_root.BuildRootError, match="no build root for Ubuntu jammy.*llama_server_build_host"):
+        build_root.root_key("Ubuntu", "jammy", "x86_64", "http://m")
+    assert build_root.packages("x86_64") == ["cmake", "ninja-build", "crossbuild-essential-arm64"]
+
+
+def test_cross_compiling_only_for_another_machine():
+    assert build_root.cmake_toolchain_args("x86_64", "x86_64") == []
+    cross = build_root.cmake_toolchain_args("aarch64", "x86_64")
+    assert "-DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++" in cross and "-DCMAKE_SYSTEM_PROCESSOR=aarch64" in cross
+
+
+def test_entering_the_root_passes_values_as_arguments_never_as_shell_text():
+    command = build_root.enter_argv("/cache/roots/r; rm -rf /", ["cmake", "--build", "b"], "/work/x")
+    script = command[command.index("-c") + 1]
+    assert "/cache" not in script and "cmake" not in script
+    assert command[-3:] == ["cmake", "--build", "b"] and "/cache/roots/r; rm -rf /" in command
