@@ -299,8 +299,9 @@ def converge(args):
     vms = json.loads(topology_path.read_text(encoding="utf-8"))["vms"]
     ensure_model("llama-tiny")
     extra = ["-e", "llama_server_build_cache=%s" % args.wheel_cache] if args.wheel_cache else []
+    counts = sorted(set(int(c) for c in args.hosts.split(",")))
     runs = []
-    for count in (1, 3):
+    for count in counts:
         names = [vm["name"] for vm in vms[:count]]
         lab("down", *[vm["name"] for vm in vms])
         started = time.monotonic()
@@ -317,11 +318,22 @@ def converge(args):
                              "changed": sum(h["changed"] for h in hosts.values()), "wheel_builds": wheel_builds(output)})
                 log("%d host(s), %s: %.0f s" % (count, attempt, seconds))
         finally:
-            if not (args.keep and count == 3):
+            if not (args.keep and count == counts[-1]):
                 lab("down", *names)
     data = {"environment": environment(), "note": EMULATION_NOTE, "wheel_cache": args.wheel_cache or "the default",
-            "runs": runs}
+            "runs": runs + carried_runs(counts)}
     write_report("converge", data, converge_markdown(data))
+
+
+def carried_runs(measured_counts):
+    """The committed report's runs for host counts this run skipped (--hosts), marked with what measured them."""
+    report = OUT / "converge.json"
+    if not report.exists():
+        return []
+    previous = json.loads(report.read_text(encoding="utf-8"))
+    origin = {key: previous["environment"][key] for key in ("command", "date", "commit")}
+    return [dict(run_, measured_by=run_.get("measured_by") or origin)
+            for run_ in previous["runs"] if run_["hosts"] not in measured_counts]
 
 
 def converge_markdown(data):
@@ -329,9 +341,11 @@ def converge_markdown(data):
     lines = ["# Converge cost", "", data["note"], "",
              "Command: `%s` (%s, commit %s). playbooks/site.yml on fresh lab VMs (1 vCPU, 1.5 GiB each), "
              "wheel cache: %s." % (env["command"], env["date"], env["commit"], data["wheel_cache"]), "",
-             "| hosts | run | wall s | tasks changed | wheel builds |", "|---|---|---|---|---|"]
-    for r in data["runs"]:
-        lines.append("| %d | %s | %d | %d | %d |" % (r["hosts"], r["run"], r["seconds"], r["changed"], r["wheel_builds"]))
+             "| hosts | run | wall s | tasks changed | wheel builds | measured |", "|---|---|---|---|---|---|"]
+    for r in sorted(data["runs"], key=lambda run_: run_["hosts"]):
+        by = r.get("measured_by")
+        when = "carried: `%s` (%s, commit %s)" % (by["command"], by["date"], by["commit"]) if by else "this run"
+        lines.append("| %d | %s | %d | %d | %d | %s |" % (r["hosts"], r["run"], r["seconds"], r["changed"], r["wheel_builds"], when))
     lines.append("")
     return "\n".join(lines)
 
@@ -522,7 +536,8 @@ def main():
     p.set_defaults(func=governor)
     p = sub.add_parser("converge")
     p.add_argument("--wheel-cache", help="a wheel cache directory (an empty one counts the builds of a cold run)")
-    p.add_argument("--keep", action="store_true", help="leave the three converged VMs running")
+    p.add_argument("--keep", action="store_true", help="leave the last converged VMs running")
+    p.add_argument("--hosts", default="1,3", help="host counts to measure (1,3); the others are carried from the committed report")
     p.set_defaults(func=converge)
     p = sub.add_parser("concurrency")
     p.add_argument("--clients", type=int, nargs="+", default=[1, 2, 4, 8])

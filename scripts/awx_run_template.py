@@ -20,16 +20,23 @@ REPO = Path(__file__).resolve().parent.parent
 
 def template(name):
     data = yaml.safe_load((REPO / "files" / "awx" / "controller.yml").read_text())
-    for entry in data["job_templates"]:
+    for entry in data["controller_templates"]:
         if entry["name"] == name:
             return entry
-    raise SystemExit("no job template %r (have: %s)" % (name, ", ".join(t["name"] for t in data["job_templates"])))
+    raise SystemExit("no job template %r (have: %s)" % (name, ", ".join(t["name"] for t in data["controller_templates"])))
+
+
+def survey(entry):
+    """The template's survey questions (survey_spec.spec), none when the survey is off."""
+    if not entry.get("survey_enabled"):
+        return []
+    return (entry.get("survey_spec") or {}).get("spec", [])
 
 
 def extra_vars(entry, answers):
     """What AWX sends: template extra_vars, then survey answers (or their defaults)."""
     values = dict(entry.get("extra_vars") or {})
-    for question in entry.get("survey", []):
+    for question in survey(entry):
         if question["variable"] in answers:
             raw = answers[question["variable"]]
             values[question["variable"]] = float(raw) if question["type"] == "float" else raw

@@ -10,6 +10,7 @@ subordinate ids) and cached as a tree under CACHE/roots/. Commands run in it thr
 mounted on the controller itself, and the controller's own root needs no privilege.
 """
 
+import fcntl
 import hashlib
 import os
 import platform
@@ -81,9 +82,17 @@ def ensure(cache, distribution, release, mirror, run, log):
     if shutil.which("mmdebstrap") is None:
         raise BuildRootError("making a build root of %s needs mmdebstrap on the controller (apt-get install mmdebstrap)" % release)
     os.makedirs(roots, exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix="root-", dir=roots)
+    with open(os.path.join(roots, ".lock-" + key), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # builds of two classes at once (two plays) make one root
+        if not os.path.exists(os.path.join(tree, ".cpuinfer-ready")):
+            _make(tree, release, controller_machine, mirror, run, log)
+    return tree
+
+
+def _make(tree, release, controller_machine, mirror, run, log):
+    scratch = tempfile.mkdtemp(prefix="root-", dir=os.path.dirname(tree))
     try:
-        log.write("making the build root %s\n" % key)
+        log.write("making the build root %s\n" % os.path.basename(tree))
         tarball = os.path.join(scratch, "root.tar")
         run(mmdebstrap_argv(release, controller_machine, mirror, tarball))
         unpacked = os.path.join(scratch, "tree")
@@ -92,12 +101,11 @@ def ensure(cache, distribution, release, mirror, run, log):
         run(["tar", "--numeric-owner", "--exclude=./dev/*", "-xpf", tarball, "-C", unpacked])
         os.remove(tarball)
         with open(os.path.join(unpacked, ".cpuinfer-ready"), "w", encoding="ascii") as marker:
-            marker.write(key + "\n")
-        shutil.rmtree(tree, ignore_errors=True)
+            marker.write(os.path.basename(tree) + "\n")
+        shutil.rmtree(tree, ignore_errors=True)  # a half-made root of a killed run
         os.rename(unpacked, tree)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return tree
 
 
 def enter_argv(tree, command, workdir="/"):

@@ -48,3 +48,18 @@ def test_a_skipped_place_is_carried_with_who_measured_it(tmp_path, monkeypatch):
     assert bench.carried_places("concurrency", {})["controller (native)"]["measured_by"]["commit"] == "abc"
     assert set(again) == set(previous["places"])
     assert bench.carried_places("missing", {}) == {}
+
+
+def test_converge_runs_of_skipped_host_counts_are_carried_and_printed_as_such(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "OUT", tmp_path)
+    run = {"run": "first converge", "seconds": 779, "changed": 75, "wheel_builds": 0, "boot_seconds": 60}
+    previous = {"environment": {"command": "benchmarks/run converge", "date": "d", "commit": "abc"},
+                "runs": [dict(run, hosts=1, seconds=403), dict(run, hosts=3)]}
+    (tmp_path / "converge.json").write_text(bench.json.dumps(previous), encoding="utf-8")
+    carried = bench.carried_runs([1])
+    assert [(r["hosts"], r["seconds"], r["measured_by"]["commit"]) for r in carried] == [(3, 779, "abc")]
+    data = {"environment": {"command": "benchmarks/run converge --hosts 1", "date": "e", "commit": "def"},
+            "note": "n", "wheel_cache": "the default", "runs": [dict(run, hosts=1, seconds=300)] + carried}
+    table = bench.converge_markdown(data)
+    assert "| 1 | first converge | 300 | 75 | 0 | this run |" in table
+    assert "| 3 | first converge | 779 | 75 | 0 | carried: `benchmarks/run converge` (d, commit abc) |" in table

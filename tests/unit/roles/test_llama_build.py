@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tarfile
 import zipfile
@@ -138,3 +139,37 @@ def test_entering_the_root_passes_values_as_arguments_never_as_shell_text():
     script = command[command.index("-c") + 1]
     assert "/cache" not in script and "cmake" not in script
     assert command[-3:] == ["cmake", "--build", "b"] and "/cache/roots/r; rm -rf /" in command
+
+
+def test_two_builds_at_once_make_one_root(tmp_path, monkeypatch):
+    """Two plays building two classes at once wait for one mmdebstrap; both get the finished tree."""
+    import io
+    import threading
+    import time
+
+    monkeypatch.setattr(build_root.shutil, "which", lambda name: "/usr/bin/" + name)
+    made = []
+
+    def run(argv):
+        if argv[0] == "mmdebstrap":
+            made.append(argv)
+            time.sleep(0.3)
+            tarball = argv[-3]
+            (tmp_path / "etc").mkdir(exist_ok=True)
+            (tmp_path / "etc" / "debian_version").write_text("12.8\n")
+            with tarfile.open(tarball, "w") as tar:
+                tar.add(tmp_path / "etc", arcname="./etc")
+        else:
+            subprocess.run(argv, check=True)
+
+    trees = []
+    workers = [threading.Thread(target=lambda: trees.append(
+        build_root.ensure(str(tmp_path / "cache"), "Debian", "bookworm", "http://m", run, io.StringIO()))) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert len(made) == 1 and len(trees) == 2 and trees[0] == trees[1]
+    assert (Path(trees[0]) / "etc" / "debian_version").read_text() == "12.8\n"
+    assert (Path(trees[0]) / ".cpuinfer-ready").exists()
+    assert sorted(os.listdir(tmp_path / "cache" / "roots")) == sorted([os.path.basename(trees[0]), ".lock-" + os.path.basename(trees[0])])
