@@ -22,6 +22,10 @@ def test_build_and_install(tmp_path):
               not n.startswith("tests/unit")]
     assert not [n for n in leaked if not n.startswith("tests")], leaked
     assert not [n for n in names if "__pycache__" in n or n.startswith("tests/output")]
+    # what needs the unshipped lab, scripts or benchmarks stays out, and so does test state
+    unshipped = ("molecule/", "inventories/lab/", ".hypothesis/", ".config/", "tests/unit/benchmarks/")
+    assert not [n for n in names if n.startswith(unshipped) or (n.startswith("docs/benchmarks/") and n.endswith(".json"))]
+    assert "docs/benchmarks/isolation.md" in names and "inventories/example/hosts.yml" in names
     subprocess.run([GALAXY, "collection", "install", "-p", str(tmp_path / "installed"), str(tarball)],
                    check=True, capture_output=True, env=env)
     assert (tmp_path / "installed/ansible_collections/cpuinfer/llm/plugins/modules/thp.py").exists()
