@@ -95,35 +95,94 @@ def carried_places(name, measured):
             for place, result in previous.get("places", {}).items() if place not in measured}
 
 
-def in_lab_vm(name, sizes, keep, reuse=False):
-    """Boot benchmarks/NAME/topology.json's VM, run its prepare.yml then measure.yml (with sizes as
-    extra vars), stop the VM unless keep; returns (prepare seconds, measure seconds, raw output)."""
+def busy_machine(own_vms, proc="/proc"):
+    """What makes this machine unfit to measure on: a load average above half its CPUs, or a qemu
+    that is not one of this benchmark's own VMs (another scenario, another benchmark)."""
+    problems = []
+    load = os.getloadavg()[0]
+    if load > 0.5 * (os.cpu_count() or 1):
+        problems.append("load average %.2f on %d CPUs" % (load, os.cpu_count() or 1))
+    for entry in Path(proc).iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and os.path.basename(argv[0]).startswith(b"qemu-system-"):
+            name = next((a.decode(errors="replace") for a in argv if a.startswith(b"cpuinfer-lab:")), "?")
+            if name.split(",")[0].split(":", 1)[-1] not in own_vms:
+                problems.append("another qemu runs: pid %s (%s)" % (entry.name, name))
+    return problems
+
+
+def check_machine(own_vms, force):
+    problems = busy_machine(own_vms)
+    if problems and not force:
+        raise SystemExit("bench: this machine is busy, a measurement now would not hold: %s (--force measures anyway)"
+                         % "; ".join(problems))
+    for problem in problems:
+        log("warning: %s" % problem)
+    return problems
+
+
+def qemu_threads(vm_names):
+    """Per VM, its qemu threads' CPU seconds so far and its pinning (scripts/lab threads)."""
+    found = {}
+    for name in vm_names:
+        out = run([REPO / "scripts" / "lab", "threads", name], stdout=subprocess.PIPE, text=True).stdout
+        found[name] = json.loads(out)
+    return found
+
+
+def thread_cpu_during(before, after):
+    """VM -> {pinning, cpu_seconds per thread name} between two qemu_threads readings."""
+    result = {}
+    for name, reading in after.items():
+        start = {t["tid"]: t["cpu_seconds"] for t in before[name]["threads"]}
+        used = {}
+        for thread in reading["threads"]:
+            label = thread["name"]
+            used[label] = round(used.get(label, 0.0) + thread["cpu_seconds"] - start.get(thread["tid"], 0.0), 2)
+        result[name] = {"pinning": reading["pinning"], "cpu_seconds": used}
+    return result
+
+
+def in_lab_vm(name, sizes, args):
+    """Boot benchmarks/NAME/topology.json's VM (after checking the machine is quiet; pinned with
+    --pin), run its prepare.yml then measure.yml (sizes as extra vars), stop the VM unless --keep;
+    returns (prepare seconds, measure seconds, raw output, conditions: machine check, qemu threads'
+    CPU seconds during the measurement and their pinning)."""
     topology = REPO / "benchmarks" / name / "topology.json"
     inventory = REPO / "benchmarks" / name / "inventory"
+    vm_names = [vm["name"] for vm in json.loads(topology.read_text(encoding="utf-8"))["vms"]]
     ensure_model("llama-bench")
-    if not reuse:
-        lab("up", "--topology", topology)
+    problems = check_machine(vm_names, args.force)
+    if not args.reuse:
+        lab("up", "--topology", topology, *(["--pin"] if args.pin else []))
     try:
         lab("inventory", "--topology", topology, "--output", inventory / "hosts.yml")
         prepare_s, dummy_output = playbook(inventory, "benchmarks/%s/prepare.yml" % name)
+        before = qemu_threads(vm_names)
         measure_s, dummy_output = playbook(inventory, "benchmarks/%s/measure.yml" % name, "-e", json.dumps(sizes))
+        threads = thread_cpu_during(before, qemu_threads(vm_names))
     finally:
-        if not keep:
-            lab("down", *[vm["name"] for vm in json.loads(topology.read_text(encoding="utf-8"))["vms"]])
+        if not args.keep:
+            lab("down", *vm_names)
     raw = json.loads((REPO / ".build" / ("bench-%s-raw.json" % name)).read_text(encoding="utf-8"))
-    return prepare_s, measure_s, raw
+    return prepare_s, measure_s, raw, {"machine_check": problems, "qemu_threads": threads}
 
 
 def isolation(args):
     sizes = {"bench_rounds": args.rounds, "bench_completions": args.completions, "bench_tokens": args.tokens}
-    prepare_s, measure_s, raw = in_lab_vm("isolation", sizes, args.keep, args.reuse)
+    prepare_s, measure_s, raw, conditions = in_lab_vm("isolation", sizes, args)
     summary = stats.summarize(raw["samples"])
     ratios = {"%s/%s" % (v, base): stats.ratio(summary, v, base)
               for base in ("a_tuned", "a_untuned") for v in ("b_untuned_neighbour", "c_tuned_neighbour")}
     data = {"environment": environment(), "note": EMULATION_NOTE, "prepare_seconds": round(prepare_s),
             "measure_seconds": round(measure_s), "rounds": args.rounds, "completions_per_variant": args.completions,
             "tokens_per_completion": args.tokens, "units": raw["units"], "summary": summary, "ratios": ratios,
-            "samples": raw["samples"]}
+            "conditions": conditions, "samples": raw["samples"]}
     write_report("isolation", data, isolation_markdown(data))
 
 
@@ -144,30 +203,57 @@ def isolation_markdown(data):
     lines += ["", "| ratio | tokens/s | p99 |", "|---|---|---|"]
     for name, r in data["ratios"].items():
         lines.append("| %s | %.2f | %.2f |" % (name, r["tokens_per_second"], r["inter_token_p99"]))
+    lines += conditions_markdown(data.get("conditions"))
     lines += ["", "Units as measured (systemctl show):", "", "```",
               json.dumps(data["units"], indent=1), "```", ""]
     return "\n".join(lines)
+
+
+def conditions_markdown(conditions):
+    """The machine check and, per VM, its qemu threads' CPU seconds during the measurement and pinning."""
+    if not conditions:
+        return []
+    lines = ["", "Machine before the run: %s." % ("; ".join(conditions["machine_check"]) or "quiet (no other qemu, low load)")]
+    for vm_name, usage in conditions["qemu_threads"].items():
+        pinned = ", ".join("%s on %s" % (k, v) for k, v in sorted(usage["pinning"].items())) or "not pinned"
+        used = ", ".join("%s %.1f s" % (k, v) for k, v in sorted(usage["cpu_seconds"].items(), key=lambda kv: -kv[1]))
+        lines.append("%s: qemu threads' CPU during the measurement: %s (%s)." % (vm_name, used, pinned))
+    return lines
 
 
 LLAMA_VERSION = "0.3.36"
 BENCH_BUILD = REPO / ".build" / "bench-build"
 
 
+def this_machine_facts():
+    """This machine as the role sees a host: host_facts (read-only) and the setup module's minimum."""
+    facts = {}
+    for module in ("cpuinfer.llm.host_facts", "ansible.builtin.setup"):
+        argv = ["ansible", "localhost", "-c", "local", "-m", module, "-o"]
+        out = run(argv + (["-a", "gather_subset=min"] if module.endswith("setup") else []), stdout=subprocess.PIPE,
+                  text=True).stdout
+        facts.update(json.loads(out.split("=>", 1)[1])["ansible_facts"])
+    return facts
+
+
 def controller_build_class():
-    """This machine's CPU class and CMake flags, from the collection's own facts module (read-only)."""
-    out = run(["ansible", "localhost", "-c", "local", "-m", "cpuinfer.llm.host_facts", "-o"], stdout=subprocess.PIPE,
-              text=True).stdout
-    facts = json.loads(out.split("=>", 1)[1])["ansible_facts"]["cpuinfer"]
+    """This machine's CPU class and CMake flags, from the collection's own facts module."""
+    facts = this_machine_facts()["cpuinfer"]
     return facts["llama_build_class"], facts["llama_cmake_args"]
 
 
 def role_build(build_class, cmake_args):
-    """The engine build exactly as roles/llama_server makes it (same script, arguments, cache)."""
+    """The engine build exactly as roles/llama_server makes it for a host like this machine (same
+    script, arguments, cache; in a build root of this machine's release)."""
     files = REPO / "roles" / "llama_server" / "files"
+    facts = this_machine_facts()
+    runtime = facts["cpuinfer"]["runtime"]
     argv = [sys.executable, files / "llama_build.py", "--version", LLAMA_VERSION, "--build-class", build_class,
             "--cache", Path.home() / ".cache" / "cpuinfer-llm" / "builds", "--machine", platform.machine(),
-            "--python-version", "%d.%d" % sys.version_info[:2], "--glibc", platform.libc_ver()[1],
-            "--constraints", files / "server-constraints.txt"] + ["--cmake-arg=" + a for a in cmake_args]
+            "--python-version", "%d.%d" % sys.version_info[:2], "--distribution", facts["ansible_distribution"],
+            "--release", facts["ansible_distribution_release"], "--glibc", runtime["glibc"],
+            "--glibcxx", runtime["glibcxx"], "--constraints", files / "server-constraints.txt"]
+    argv += ["--cmake-arg=" + a for a in cmake_args]
     started = time.monotonic()
     result = json.loads(run(argv, stdout=subprocess.PIPE, text=True).stdout)
     result["seconds"] = round(time.monotonic() - started)
@@ -352,7 +438,7 @@ def converge_markdown(data):
 
 def governor(args):
     sizes = {"bench_phase_seconds": args.phase_seconds, "bench_repeats": args.repeats}
-    dummy_prepare, dummy_measure, raw = in_lab_vm("governor", sizes, args.keep, args.reuse)
+    dummy_prepare, dummy_measure, raw, conditions = in_lab_vm("governor", sizes, args)
     summary = {}
     for run_ in raw["runs"]:
         for phase in run_["phases"]:
@@ -369,7 +455,7 @@ def governor(args):
             entry["tokens_per_second_median"] = round(statistics.median(entry.pop("rates")), 2)
     data = {"environment": environment(), "note": EMULATION_NOTE, "slo_p99_ms": raw["slo_p99_ms"],
             "configured_quota_percent": raw["configured_quota_percent"], "phase_seconds": args.phase_seconds,
-            "repeats": args.repeats, "summary": summary,
+            "repeats": args.repeats, "summary": summary, "conditions": conditions,
             "decisions": [d for run_ in raw["runs"] for d in run_["decisions"]], "raw": raw}
     write_report("governor", data, governor_markdown(data))
 
@@ -521,6 +607,8 @@ def main():
     p.add_argument("--tokens", type=int, default=32)
     p.add_argument("--keep", action="store_true", help="leave the VM running")
     p.add_argument("--reuse", action="store_true", help="use the VM a --keep run left running")
+    p.add_argument("--pin", action="store_true", help="pin the VM's vCPU threads to host CPUs (scripts/lab up --pin)")
+    p.add_argument("--force", action="store_true", help="measure even when the machine is busy (recorded)")
     p.set_defaults(func=isolation)
     p = sub.add_parser("build")
     p.add_argument("--rounds", type=int, default=5)
@@ -533,6 +621,8 @@ def main():
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--keep", action="store_true", help="leave the VM running")
     p.add_argument("--reuse", action="store_true", help="use the VM a --keep run left running")
+    p.add_argument("--pin", action="store_true", help="pin the VM's vCPU threads to host CPUs (scripts/lab up --pin)")
+    p.add_argument("--force", action="store_true", help="measure even when the machine is busy (recorded)")
     p.set_defaults(func=governor)
     p = sub.add_parser("converge")
     p.add_argument("--wheel-cache", help="a wheel cache directory (an empty one counts the builds of a cold run)")

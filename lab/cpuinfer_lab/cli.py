@@ -7,7 +7,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from . import accel, image, preflight, topology, vm
+from . import accel, image, preflight, threads, topology, vm
 
 
 def _log(message: str) -> None:
@@ -33,11 +33,13 @@ def cmd_up(args) -> int:
         specs = topology.Topology(vms=json.loads(args.specs)).specs()
     elif args.names:
         specs = [vm.VmSpec(name=n, arch=args.arch, cpus=args.cpus, memory_mb=args.memory,
-                           cpu_model=args.cpu_model, accel=args.accel, forwards=args.forward) for n in args.names]
+                           cpu_model=args.cpu_model, accel=args.accel, forwards=args.forward)
+                 for n in args.names]
     else:
         specs = topology.load(args.topology).specs()
     for spec in specs:
         spec.accel = accel.resolve(spec.accel, spec.arch, log=_log)
+        spec.pin = spec.pin or args.pin
     records = vm.start_many(specs, boot_timeout=args.boot_timeout, log=_log)
     if args.format == "json":
         print(json.dumps([asdict(r) for r in records], indent=2))
@@ -73,6 +75,17 @@ def cmd_inventory(args) -> int:
     return 0
 
 
+def cmd_threads(args) -> int:
+    """The VM's qemu threads with their CPU seconds so far, and where they are pinned (JSON)."""
+    pid = vm.running_pid(args.name)
+    if pid is None:
+        _log(f"lab: {args.name} is not running")
+        return 1
+    record = vm.load_record(args.name)
+    print(json.dumps({"name": args.name, "pinning": record.pinning if record else {}, "threads": threads.threads(pid)}))
+    return 0
+
+
 def cmd_ssh(args) -> int:
     record = vm.load_record(args.name)
     if record is None or vm.running_pid(args.name) is None:
@@ -97,6 +110,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cpu-model", default="")
     p.add_argument("--accel", default="tcg", choices=["tcg", "kvm", "auto"])
     p.add_argument("--forward", type=int, action="append", default=[], help="guest TCP port to reach on 127.0.0.1")
+    p.add_argument("--pin", action="store_true", help="every VM: vCPU n on host CPU n, qemu's other threads on host CPU 0")
     p.add_argument("--boot-timeout", type=float, default=300.0)
     p.add_argument("--topology", default=str(topology.DEFAULT))
     p.add_argument("--specs", help="JSON list of VM specs (molecule platforms); other keys are ignored")
@@ -115,6 +129,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--topology", default=str(topology.DEFAULT))
     p.add_argument("--output")
     p.set_defaults(func=cmd_inventory)
+
+    p = sub.add_parser("threads", help="a VM's qemu threads: names, CPU seconds, pinning (JSON)")
+    p.add_argument("name")
+    p.set_defaults(func=cmd_threads)
 
     p = sub.add_parser("ssh", help="run a command on a VM")
     p.add_argument("name")

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import image as images
-from . import paths
+from . import paths, threads
 
 SSH_OPTIONS = [
     "-o", "BatchMode=yes",
@@ -43,6 +43,7 @@ class VmSpec:
     cpu_model: str = ""
     accel: str = "tcg"
     forwards: list[int] = field(default_factory=list)  # guest TCP ports reachable on 127.0.0.1
+    pin: bool = False  # vCPU n on host CPU n, qemu's other threads on host CPU 0 (threads.py)
 
 
 @dataclass
@@ -58,6 +59,7 @@ class VmRecord:
     identity_file: str
     serial_log: str
     image: str
+    pinning: dict[str, list[int]] = field(default_factory=dict)  # thread name -> host CPUs, when pinned
 
     def inventory_vars(self, user: str = "lab") -> dict:
         return {
@@ -96,7 +98,8 @@ def running_pid(name: str) -> int | None:
     except (OSError, ValueError):
         return None
     is_qemu = os.path.basename(argv[0].decode(errors="replace")).startswith("qemu-system-")
-    if is_qemu and _qemu_marker(name).encode() in argv:
+    marker = _qemu_marker(name).encode()
+    if is_qemu and any(arg == marker or arg.startswith(marker + b",") for arg in argv):
         return pid
     return None
 
@@ -148,7 +151,7 @@ def _qemu_argv(spec: VmSpec, img: images.Image, vmdir: Path, ssh_port: int, forw
     hostfwd += [f"hostfwd=tcp:{LOOPBACK}:{host}-:{guest}" for guest, host in forwarded.items()]
     argv = [
         QEMU_BY_ARCH[spec.arch],
-        "-name", _qemu_marker(spec.name),
+        "-name", _qemu_marker(spec.name) + ",debug-threads=on",  # threads named "CPU n/TCG" etc.
         "-accel", accel,
         "-cpu", cpu_model,
         "-m", str(spec.memory_mb),
@@ -220,8 +223,19 @@ def _launch(spec: VmSpec, log) -> VmRecord:
     launch = subprocess.run(_qemu_argv(spec, img, vmdir, ssh_port, forwarded), capture_output=True, text=True, check=False)
     if launch.returncode != 0:
         raise LabError(f"VM {spec.name}: qemu did not start: {launch.stderr.strip()}")
+    if spec.pin:
+        record.pinning = _pin(spec.name)
     (vmdir / "vm.json").write_text(json.dumps(asdict(record), indent=2) + "\n", encoding="utf-8")
     return record
+
+
+def _pin(name: str) -> dict[str, list[int]]:
+    """vCPU n on host CPU n (mod the CPUs this process may use), qemu's other threads on the first."""
+    pid = running_pid(name)
+    if pid is None:
+        raise LabError(f"VM {name}: qemu is not running, nothing to pin")
+    host_cpus = sorted(os.sched_getaffinity(0))
+    return threads.apply(threads.pinning_plan(threads.threads(pid), host_cpus, host_cpus[:1]))
 
 
 def start_many(specs: list[VmSpec], boot_timeout: float = 300.0, log=print) -> list[VmRecord]:

@@ -10,7 +10,7 @@ from cpuinfer_lab import paths, vm
 
 def _fake_qemu(name: str) -> subprocess.Popen:
     """A process whose argv looks like one of our qemus; it is really a sleeping python."""
-    argv = ["qemu-system-x86_64", "-c", "import time; time.sleep(60)", "-name", f"cpuinfer-lab:{name}"]
+    argv = ["qemu-system-x86_64", "-c", "import time; time.sleep(60)", "-name", f"cpuinfer-lab:{name},debug-threads=on"]
     proc = subprocess.Popen(argv, executable=sys.executable)
     deadline = time.monotonic() + 5
     while not Path(f"/proc/{proc.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
@@ -76,7 +76,7 @@ def test_qemu_argv_binds_forwards_to_loopback_and_restricts_the_guest(lab_state,
     assert "hostfwd=tcp:127.0.0.1:18080-:8080" in netdev
     assert argv[argv.index("-accel") + 1] == "tcg,thread=multi,tb-size=128"
     assert argv[argv.index("-smp") + 1] == "2"
-    assert "cpuinfer-lab:n1" in argv
+    assert argv[argv.index("-name") + 1] == "cpuinfer-lab:n1,debug-threads=on"  # vCPU threads named for pinning
 
 
 def test_arm64_uses_virt_machine_and_its_console(lab_state, tmp_path):
@@ -95,3 +95,15 @@ def test_record_round_trip(lab_state):
     (paths.vm_dir("r") / "vm.json").write_text(json.dumps(asdict(record)))
     assert vm.load_record("r") == record
     assert vm.list_running() == []  # recorded, but no qemu behind it
+
+
+def test_a_vm_whose_name_starts_with_ours_is_not_ours(lab_state):
+    proc = _fake_qemu("alpha2")
+    try:
+        _write_pidfile("alpha", proc.pid)
+        assert vm.running_pid("alpha") is None
+        _write_pidfile("alpha2", proc.pid)
+        assert vm.running_pid("alpha2") == proc.pid
+    finally:
+        proc.kill()
+        proc.wait()

@@ -1,7 +1,9 @@
-"""What the converge benchmark reads from ansible-playbook's output."""
+"""What the benchmarks read (ansible-playbook's output, the committed reports) and check (a busy machine)."""
 
 import sys
 from pathlib import Path
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
@@ -63,3 +65,30 @@ def test_converge_runs_of_skipped_host_counts_are_carried_and_printed_as_such(tm
     table = bench.converge_markdown(data)
     assert "| 1 | first converge | 300 | 75 | 0 | this run |" in table
     assert "| 3 | first converge | 779 | 75 | 0 | carried: `benchmarks/run converge` (d, commit abc) |" in table
+
+
+def test_a_busy_machine_is_named(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench.os, "getloadavg", lambda: (0.1, 0.1, 0.1))
+    for pid, argv in ((10, [b"qemu-system-x86_64", b"-name", b"cpuinfer-lab:bench-iso-1,debug-threads=on"]),
+                      (11, [b"qemu-system-aarch64", b"-name", b"cpuinfer-lab:mol-arm64"]),
+                      (12, [b"/usr/bin/python3", b"x"])):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "cmdline").write_bytes(b"\0".join(argv) + b"\0")
+    assert bench.busy_machine(["bench-iso-1"], str(tmp_path)) == ["another qemu runs: pid 11 (cpuinfer-lab:mol-arm64)"]
+    monkeypatch.setattr(bench.os, "getloadavg", lambda: (9.0, 1, 1))
+    assert bench.busy_machine(["bench-iso-1", "mol-arm64"], str(tmp_path))[0].startswith("load average 9.00")
+    with pytest.raises(SystemExit, match="busy"):
+        monkeypatch.setattr(bench, "busy_machine", lambda own: ["load average 9.00 on 2 CPUs"])
+        bench.check_machine(["bench-iso-1"], force=False)
+    assert bench.check_machine(["bench-iso-1"], force=True) == ["load average 9.00 on 2 CPUs"]
+
+
+def test_qemu_thread_cpu_during_the_measurement_and_its_report():
+    before = {"vm": {"pinning": {}, "threads": [{"tid": 1, "name": "CPU 0/TCG", "cpu_seconds": 10.0},
+                                                {"tid": 2, "name": "qemu-system-x86", "cpu_seconds": 1.0}]}}
+    after = {"vm": {"pinning": {"CPU 0/TCG": [0]}, "threads": [{"tid": 1, "name": "CPU 0/TCG", "cpu_seconds": 70.5},
+                                                               {"tid": 2, "name": "qemu-system-x86", "cpu_seconds": 4.0}]}}
+    used = bench.thread_cpu_during(before, after)
+    assert used == {"vm": {"pinning": {"CPU 0/TCG": [0]}, "cpu_seconds": {"CPU 0/TCG": 60.5, "qemu-system-x86": 3.0}}}
+    lines = bench.conditions_markdown({"machine_check": [], "qemu_threads": used})
+    assert "quiet" in lines[1] and "CPU 0/TCG 60.5 s, qemu-system-x86 3.0 s (CPU 0/TCG on [0])" in lines[2]
