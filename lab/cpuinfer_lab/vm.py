@@ -11,7 +11,7 @@ import signal
 import socket
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from . import image as images
@@ -105,11 +105,14 @@ def running_pid(name: str) -> int | None:
 
 
 def load_record(name: str) -> VmRecord | None:
+    """The VM's record; None when there is none. Keys another version of the lab wrote (the state
+    directory is shared by every checkout on this machine) are left out, missing ones defaulted."""
     try:
         data = json.loads((paths.vm_dir(name) / "vm.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        known = {f.name for f in fields(VmRecord)}
+        return VmRecord(**{key: value for key, value in data.items() if key in known})
+    except (OSError, ValueError, TypeError):
         return None
-    return VmRecord(**data)
 
 
 def list_running() -> list[VmRecord]:

@@ -107,3 +107,19 @@ def test_a_vm_whose_name_starts_with_ours_is_not_ours(lab_state):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_record_written_by_another_lab_version_still_loads(lab_state):
+    """Checkouts share the state directory: a newer lab's extra keys, or an older one's missing
+    optional keys, must not break `lab up` of this one (it lists every record)."""
+    record = vm.VmRecord(name="n", arch="amd64", cpus=1, memory_mb=512, cpu_model="max", accel="tcg", ssh_port=2222,
+                         forwarded={}, identity_file="k", serial_log="s", image="i")
+    data = asdict(record)
+    data.pop("pinning")  # an older lab
+    data["numa"] = [0, 1]  # a newer lab
+    directory = paths.vm_dir("n")
+    directory.mkdir(parents=True)
+    (directory / "vm.json").write_text(json.dumps(data))
+    assert vm.load_record("n") == record
+    (directory / "vm.json").write_text(json.dumps({"name": "n"}))  # not a record at all
+    assert vm.load_record("n") is None
