@@ -50,6 +50,7 @@ def test_the_four_playbooks_have_templates():
 
 def test_workflow_is_canary_then_approval_then_fleet():
     nodes = {n["identifier"]: n for n in CONTROLLER["controller_workflows"][0]["workflow_nodes"]}
+
     def successors(node):
         return [s["identifier"] for s in nodes[node]["related"]["success_nodes"]]
     assert successors("canary") == ["approve"] and nodes["approve"]["unified_job_template"]["type"] == "workflow_approval"

@@ -164,7 +164,7 @@ def test_two_builds_at_once_make_one_root(tmp_path, monkeypatch):
 
     trees = []
     workers = [threading.Thread(target=lambda: trees.append(
-        build_root.ensure(str(tmp_path / "cache"), "Debian", "bookworm", "http://m", run, io.StringIO()))) for _ in range(2)]
+        build_root.ensure(str(tmp_path / "cache"), "Debian", "bookworm", "http://m", run, io.StringIO()))) for dummy in range(2)]
     for worker in workers:
         worker.start()
     for worker in workers:
