@@ -397,7 +397,8 @@ def converge(args):
         try:
             for attempt in ("first converge", "re-converge"):
                 seconds, output = playbook(inventory, "playbooks/site.yml", *extra)
-                hosts = recap(output)
+                # the target check's play runs on localhost: only the lab hosts are counted
+                hosts = {name: counts for name, counts in recap(output).items() if name != "localhost"}
                 if sorted(hosts) != sorted(names) or any(h["failed"] or h["unreachable"] for h in hosts.values()):
                     raise SystemExit("bench: %s on %s did not succeed: %s" % (attempt, names, hosts))
                 runs.append({"hosts": count, "run": attempt, "seconds": round(seconds), "boot_seconds": round(boot_s),
