@@ -26,6 +26,9 @@ from pathlib import Path
 
 import stats
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
+from cpuinfer_lab import threads  # noqa: E402  (the lab's own reading of qemu's threads)
+
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "docs" / "benchmarks"
 MODELS = REPO / ".build" / "models"
@@ -83,14 +86,21 @@ def write_report(name, data, markdown):
     log("wrote %s" % (OUT / ("%s.md" % name)))
 
 
+def committed_report(name):
+    """(the committed NAME.json, {command, date, commit} of the run that wrote it); (None, None) without one."""
+    report = OUT / ("%s.json" % name)
+    if not report.exists():
+        return None, None
+    previous = json.loads(report.read_text(encoding="utf-8"))
+    return previous, {key: previous["environment"][key] for key in ("command", "date", "commit")}
+
+
 def carried_places(name, measured):
     """The places of the committed report that this run skipped (--skip-native / --skip-vm), each
     marked with the command, date and commit that measured it, so one half can be rerun alone."""
-    report = OUT / ("%s.json" % name)
-    if not report.exists():
+    previous, origin = committed_report(name)
+    if previous is None:
         return {}
-    previous = json.loads(report.read_text(encoding="utf-8"))
-    origin = {key: previous["environment"][key] for key in ("command", "date", "commit")}
     return {place: dict(result, measured_by=result.get("measured_by") or origin)
             for place, result in previous.get("places", {}).items() if place not in measured}
 
@@ -137,15 +147,8 @@ def qemu_threads(vm_names):
 
 def thread_cpu_during(before, after):
     """VM -> {pinning, cpu_seconds per thread name} between two qemu_threads readings."""
-    result = {}
-    for name, reading in after.items():
-        start = {t["tid"]: t["cpu_seconds"] for t in before[name]["threads"]}
-        used = {}
-        for thread in reading["threads"]:
-            label = thread["name"]
-            used[label] = round(used.get(label, 0.0) + thread["cpu_seconds"] - start.get(thread["tid"], 0.0), 2)
-        result[name] = {"pinning": reading["pinning"], "cpu_seconds": used}
-    return result
+    return {name: {"pinning": reading["pinning"], "cpu_seconds": threads.cpu_used(before[name]["threads"], reading["threads"])}
+            for name, reading in after.items()}
 
 
 def in_lab_vm(name, sizes, args):
@@ -165,12 +168,12 @@ def in_lab_vm(name, sizes, args):
         prepare_s, dummy_output = playbook(inventory, "benchmarks/%s/prepare.yml" % name)
         before = qemu_threads(vm_names)
         measure_s, dummy_output = playbook(inventory, "benchmarks/%s/measure.yml" % name, "-e", json.dumps(sizes))
-        threads = thread_cpu_during(before, qemu_threads(vm_names))
+        thread_cpu = thread_cpu_during(before, qemu_threads(vm_names))
     finally:
         if not args.keep:
             lab("down", *vm_names)
     raw = json.loads((REPO / ".build" / ("bench-%s-raw.json" % name)).read_text(encoding="utf-8"))
-    return prepare_s, measure_s, raw, {"machine_check": problems, "qemu_threads": threads}
+    return prepare_s, measure_s, raw, {"machine_check": problems, "qemu_threads": thread_cpu}
 
 
 def isolation(args):
@@ -414,11 +417,9 @@ def converge(args):
 
 def carried_runs(measured_counts):
     """The committed report's runs for host counts this run skipped (--hosts), marked with what measured them."""
-    report = OUT / "converge.json"
-    if not report.exists():
+    previous, origin = committed_report("converge")
+    if previous is None:
         return []
-    previous = json.loads(report.read_text(encoding="utf-8"))
-    origin = {key: previous["environment"][key] for key in ("command", "date", "commit")}
     return [dict(run_, measured_by=run_.get("measured_by") or origin)
             for run_ in previous["runs"] if run_["hosts"] not in measured_counts]
 

@@ -296,11 +296,6 @@ def cannot_build_here(args):
     return None
 
 
-def unpack_preloaded(archive, cache):
-    """A cache preloaded with archives only: KEY/ comes out of KEY.tar.gz (checks and manifest read it)."""
-    extract(archive, cache)
-
-
 def check_against_hosts(args, target):
     """Refusal text when the build's ELF files do not fit the hosts, else None."""
     import artifact_check  # pyelftools: needed where builds are checked (the controller), not on build hosts
@@ -339,7 +334,7 @@ def main(argv=None):
                     sys.stderr.write("build of %s failed (%s); log: %s\n" % (key, exc, log.name))
                     return 1
         if not os.path.isdir(target):
-            unpack_preloaded(target + ".tar.gz", args.cache)
+            extract(target + ".tar.gz", args.cache)  # a cache preloaded with archives only: the check reads KEY/
         refusal = None if args.no_host_check else check_against_hosts(args, target)
         if refusal:
             sys.stderr.write(refusal + "\n")
