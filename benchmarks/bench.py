@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -50,15 +51,32 @@ def lab(*args):
     return run([REPO / "scripts" / "lab", *args])
 
 
-def playbook(inventory, book, *extra):
+# What docs/rollout.md recommends for every fleet: modules piped into the remote Python (one round
+# trip per module run instead of a copy, a run and a removal).
+PLAYBOOK_ENV = {"ANSIBLE_PIPELINING": "true", "ANSIBLE_TIMEOUT": "60"}
+
+
+def playbook(inventory, book, *extra, usage=None):
+    """Runs a playbook; returns (wall seconds, output). usage, a dict, receives the controller CPU seconds
+    (user + system of ansible-playbook and everything it ran on the controller)."""
     started = time.monotonic()
+    cpu_before = controller_cpu_seconds()
     argv = ["ansible-playbook", "-i", str(inventory), book, *extra]
     log("$ " + " ".join(argv))
-    result = subprocess.run(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    result = subprocess.run(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
+                            env=dict(os.environ, **PLAYBOOK_ENV))
     sys.stderr.write(result.stdout[-6000:])
     if result.returncode:
         raise SystemExit("bench: %s failed (exit %d)" % (book, result.returncode))
+    if usage is not None:
+        usage["controller_cpu_seconds"] = round(controller_cpu_seconds() - cpu_before, 1)
     return time.monotonic() - started, result.stdout
+
+
+def controller_cpu_seconds():
+    """CPU seconds of this process's finished children (ansible-playbook and its forks, once waited for)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return children.ru_utime + children.ru_stime
 
 
 def ensure_model(name):
@@ -399,19 +417,20 @@ def converge(args):
         lab("inventory", "--topology", topology_path, "--output", inventory / "hosts.yml")
         try:
             for attempt in ("first converge", "re-converge"):
-                seconds, output = playbook(inventory, "playbooks/site.yml", *extra)
+                usage = {}
+                seconds, output = playbook(inventory, "playbooks/site.yml", *extra, usage=usage)
                 # the target check's play runs on localhost: only the lab hosts are counted
                 hosts = {name: counts for name, counts in recap(output).items() if name != "localhost"}
                 if sorted(hosts) != sorted(names) or any(h["failed"] or h["unreachable"] for h in hosts.values()):
                     raise SystemExit("bench: %s on %s did not succeed: %s" % (attempt, names, hosts))
                 runs.append({"hosts": count, "run": attempt, "seconds": round(seconds), "boot_seconds": round(boot_s),
-                             "changed": sum(h["changed"] for h in hosts.values()), "wheel_builds": wheel_builds(output)})
+                             "changed": sum(h["changed"] for h in hosts.values()), "wheel_builds": wheel_builds(output), **usage})
                 log("%d host(s), %s: %.0f s" % (count, attempt, seconds))
         finally:
             if not (args.keep and count == counts[-1]):
                 lab("down", *names)
     data = {"environment": environment(), "note": EMULATION_NOTE, "wheel_cache": args.wheel_cache or "the default",
-            "runs": runs + carried_runs(counts)}
+            "playbook_env": PLAYBOOK_ENV, "runs": runs + carried_runs(counts)}
     write_report("converge", data, converge_markdown(data))
 
 
@@ -428,12 +447,22 @@ def converge_markdown(data):
     env = data["environment"]
     lines = ["# Converge cost", "", data["note"], "",
              "Command: `%s` (%s, commit %s). playbooks/site.yml on fresh lab VMs (1 vCPU, 1.5 GiB each), "
-             "wheel cache: %s." % (env["command"], env["date"], env["commit"], data["wheel_cache"]), "",
-             "| hosts | run | wall s | tasks changed | wheel builds | measured |", "|---|---|---|---|---|---|"]
-    for r in sorted(data["runs"], key=lambda run_: run_["hosts"]):
+             "wheel cache: %s; ansible-playbook with %s. Controller CPU: user + system seconds of "
+             "ansible-playbook and all it ran on the controller." % (
+                 env["command"], env["date"], env["commit"], data["wheel_cache"],
+                 ", ".join("%s=%s" % item for item in sorted(data.get("playbook_env", {}).items())) or "Ansible's defaults"),
+             "",
+             "| hosts | run | wall s | x first converge | controller CPU s | tasks changed | wheel builds | measured |",
+             "|---|---|---|---|---|---|---|---|"]
+    runs = sorted(data["runs"], key=lambda run_: run_["hosts"])
+    firsts = {r["hosts"]: r["seconds"] for r in runs if r["run"] == "first converge"}
+    for r in runs:
         by = r.get("measured_by")
         when = "carried: `%s` (%s, commit %s)" % (by["command"], by["date"], by["commit"]) if by else "this run"
-        lines.append("| %d | %s | %d | %d | %d | %s |" % (r["hosts"], r["run"], r["seconds"], r["changed"], r["wheel_builds"], when))
+        ratio = "%.2f" % (r["seconds"] / firsts[r["hosts"]]) if r["hosts"] in firsts else "-"
+        cpu = "%.1f" % r["controller_cpu_seconds"] if "controller_cpu_seconds" in r else "-"
+        lines.append("| %d | %s | %d | %s | %s | %d | %d | %s |" % (
+            r["hosts"], r["run"], r["seconds"], ratio, cpu, r["changed"], r["wheel_builds"], when))
     lines.append("")
     return "\n".join(lines)
 

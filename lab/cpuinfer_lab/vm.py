@@ -44,6 +44,7 @@ class VmSpec:
     accel: str = "tcg"
     forwards: list[int] = field(default_factory=list)  # guest TCP ports reachable on 127.0.0.1
     pin: bool = False  # vCPU n on host CPU n, qemu's other threads on host CPU 0 (threads.py)
+    numa_nodes: int = 1  # >1: one socket per node, the vCPUs and memory split evenly (a two-socket host)
 
 
 @dataclass
@@ -175,10 +176,37 @@ def _qemu_argv(spec: VmSpec, img: images.Image, vmdir: Path, ssh_port: int, forw
         "-pidfile", str(vmdir / "qemu.pid"),
         "-daemonize",
     ]
+    if spec.numa_nodes > 1:
+        argv[argv.index("-smp") + 1:argv.index("-smp") + 2] = [_smp(spec)]
+        argv[argv.index("-kernel"):argv.index("-kernel")] = _numa_argv(spec)
     if spec.arch == "arm64":
         argv[1:1] = ["-M", "virt"]
     else:
         argv[1:1] = ["-M", "pc"]
+    return argv
+
+
+def _check_numa(spec: VmSpec) -> None:
+    if spec.numa_nodes < 1 or spec.cpus % spec.numa_nodes or spec.memory_mb % spec.numa_nodes:
+        raise LabError(f"VM {spec.name}: {spec.cpus} vCPUs and {spec.memory_mb} MB do not split evenly "
+                       f"over {spec.numa_nodes} NUMA nodes")
+
+
+def _smp(spec: VmSpec) -> str:
+    _check_numa(spec)
+    return f"{spec.cpus},sockets={spec.numa_nodes},cores={spec.cpus // spec.numa_nodes},threads=1"
+
+
+def _numa_argv(spec: VmSpec) -> list[str]:
+    """One RAM backend and one node per socket: node n holds vCPUs n*k .. n*k+k-1."""
+    _check_numa(spec)
+    per_node, size = spec.cpus // spec.numa_nodes, spec.memory_mb // spec.numa_nodes
+    argv = []
+    for node in range(spec.numa_nodes):
+        first = node * per_node
+        cpus = str(first) if per_node == 1 else f"{first}-{first + per_node - 1}"
+        argv += ["-object", f"memory-backend-ram,id=ram{node},size={size}M",
+                 "-numa", f"node,nodeid={node},cpus={cpus},memdev=ram{node}"]
     return argv
 
 

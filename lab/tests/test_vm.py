@@ -5,6 +5,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+import pytest
+
 from cpuinfer_lab import paths, vm
 
 
@@ -123,3 +125,22 @@ def test_a_record_written_by_another_lab_version_still_loads(lab_state):
     assert vm.load_record("n") == record
     (directory / "vm.json").write_text(json.dumps({"name": "n"}))  # not a record at all
     assert vm.load_record("n") is None
+
+
+def test_two_numa_nodes_make_two_sockets_each_with_its_cpus_and_memory(lab_state, tmp_path):
+    from cpuinfer_lab import image
+
+    spec = vm.VmSpec(name="two", cpus=2, memory_mb=1536, numa_nodes=2)
+    argv = vm._qemu_argv(spec, image.Image("amd64", tmp_path), tmp_path, 1, {})
+    assert argv[argv.index("-smp") + 1] == "2,sockets=2,cores=1,threads=1"
+    assert [argv[i + 1] for i, word in enumerate(argv) if word == "-numa"] == [
+        "node,nodeid=0,cpus=0,memdev=ram0", "node,nodeid=1,cpus=1,memdev=ram1"]
+    assert "memory-backend-ram,id=ram1,size=768M" in argv
+    assert "-numa" not in vm._qemu_argv(vm.VmSpec(name="one", cpus=2), image.Image("amd64", tmp_path), tmp_path, 1, {})
+
+
+def test_numa_nodes_that_do_not_split_the_vm_evenly_are_refused(lab_state, tmp_path):
+    from cpuinfer_lab import image
+
+    with pytest.raises(vm.LabError, match="do not split evenly"):
+        vm._qemu_argv(vm.VmSpec(name="odd", cpus=3, numa_nodes=2), image.Image("amd64", tmp_path), tmp_path, 1, {})

@@ -7,7 +7,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.six.moves.collections_abc import Mapping
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import CpuListError, format_cpulist, parse_cpulist
 from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_decimal
 
@@ -67,6 +70,15 @@ def cpu_plan(facts, housekeeping_cores=1):
     }
 
 
+def fact_groups(facts):
+    """Inventory groups a host belongs to by its facts: cpuinfer_<platform> and cpuinfer_<build class>,
+    in Ansible's group name alphabet (letters, digits, underscores)."""
+    if not isinstance(facts, Mapping) or "platform" not in facts:
+        raise AnsibleFilterError("fact_groups needs ansible_facts.cpuinfer from cpuinfer.llm.host_facts")
+    names = [facts["platform"], facts.get("llama_build_class") or "no_build_class"]
+    return ["cpuinfer_" + re.sub(r"[^a-z0-9]+", "_", str(name).lower()).strip("_") for name in names]
+
+
 class FilterModule:
     def filters(self):
-        return {"inference_threads": inference_threads, "cpu_plan": cpu_plan}
+        return {"inference_threads": inference_threads, "cpu_plan": cpu_plan, "fact_groups": fact_groups}

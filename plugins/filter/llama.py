@@ -9,6 +9,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.cpuinfer.llm.plugins.filter.cpus import inference_threads, whole_number
+from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import parse_cpulist
 from ansible_collections.cpuinfer.llm.plugins.module_utils._sizes import SizeError, UNLIMITED, format_size, parse_size
 
 MIB = 1 << 20
@@ -84,12 +85,60 @@ def _memory(instance, model, problems):
     return high, maximum
 
 
-def llama_instances(instances, defaults, allowed_cpus, core_cpus, models, extra_flags):
+PLACEMENTS = ("single", "per_node", "per_l3")
+
+
+def _node_of(cpus, numa_nodes):
+    """The NUMA node holding the first CPU of a CPU list (an L3 domain lies within one node)."""
+    first = min(parse_cpulist(cpus))
+    for node in numa_nodes or []:
+        if first in parse_cpulist(node["cpus"]):
+            return int(node["id"])
+    return 0
+
+
+def placement_domains(placement, cpu_plan, numa_nodes):
+    """[(suffix, node, cpus)] an instance of this placement is copied over: one per NUMA node or L3
+    domain of the host's inference CPUs (host_tuning's cpu_plan)."""
+    if placement == "per_node":
+        return [("node%d" % int(d["node"]), int(d["node"]), d["cpus"]) for d in (cpu_plan or {}).get("inference_by_node", [])]
+    return [("l3-%d" % index, _node_of(cpus, numa_nodes), cpus)
+            for index, cpus in enumerate((cpu_plan or {}).get("inference_by_l3", []))]
+
+
+def _placed(given, defaults, cpu_plan, numa_nodes, problems):
+    """The instances one entry of llama_server_instances becomes: itself (single), or one per domain,
+    named NAME-node<id> / NAME-l3-<index>, port + index, its CPUs and memory on that domain's node."""
+    placement = given.get("placement") or defaults.get("placement") or "single"
+    name = given.get("name", "?")
+    if placement not in PLACEMENTS:
+        problems.append("instance %s: placement %r is not one of %s" % (name, placement, ", ".join(PLACEMENTS)))
+        return [dict(given, base_name=name)]
+    if placement == "single":
+        return [dict(given, base_name=name)]
+    if given.get("allowed_cpus") or given.get("allowed_memory_nodes"):
+        problems.append("instance %s: placement %s places its CPUs and memory itself; leave allowed_cpus and "
+                        "allowed_memory_nodes out" % (name, placement))
+    domains = placement_domains(placement, cpu_plan, numa_nodes)
+    if not domains:
+        problems.append("instance %s: placement %s needs host_tuning's CPU plan (host_tuning_cpu_plan) with %s"
+                        % (name, placement, "NUMA nodes" if placement == "per_node" else "L3 domains"))
+    port = whole_number(given.get("port", 0), "instance %s: port" % name)
+    return [dict(given, name="%s-%s" % (name, suffix), base_name=name, port=port + index, allowed_cpus=cpus,
+                 allowed_memory_nodes=str(node), numa_policy=given.get("numa_policy") or "bind")
+            for index, (suffix, node, cpus) in enumerate(domains)]
+
+
+def llama_instances(instances, defaults, allowed_cpus, core_cpus, models, extra_flags, cpu_plan=None, numa_nodes=None):
     """{'instances': [...], 'problems': [...]}: each instance with the role's defaults, the unit's CPUs,
     its thread count and its memory limits (derived from models[name], check_gguf.py's metadata,
-    where not given); problems lists every request the role must refuse, all at once."""
+    where not given), an instance with placement per_node or per_l3 copied once per NUMA node or L3
+    domain of cpu_plan; problems lists every request the role must refuse, all at once."""
     result, problems = [], []
+    placed = []
     for given in instances or []:
+        placed += _placed(given, defaults, cpu_plan, numa_nodes, problems)
+    for given in placed:
         instance = dict(defaults)
         instance["allowed_cpus"] = allowed_cpus or ""
         instance.update(given)
@@ -100,10 +149,16 @@ def llama_instances(instances, defaults, allowed_cpus, core_cpus, models, extra_
             problems.append("instance %s: the llama-cpp-python engine serves one request at a time; use engine "
                             "llama-server for parallel %s" % (name, instance["parallel"]))
         problems += extra_args_problems(name, instance.get("extra_args"), extra_flags)
-        instance["memory_high"], instance["memory_max"] = _memory(instance, (models or {}).get(name), problems)
+        instance["memory_high"], instance["memory_max"] = _memory(instance, (models or {}).get(instance["base_name"]), problems)
         instance["threads"] = inference_threads(core_cpus, instance["allowed_cpus"], instance.get("cpu_quota") or 0)
         instance["ctx_total"] = int(instance["n_ctx"]) * int(instance["parallel"])
         result.append(instance)
+    for what in ("name", "port"):
+        values = [str(instance.get(what)) for instance in result]
+        twice = sorted(set(v for v in values if values.count(v) > 1))
+        if twice:
+            problems.append("instances as placed share a %s: %s (per_node and per_l3 add the domain's index to "
+                            "the port and its name to the name)" % (what, ", ".join(twice)))
     return {"instances": result, "problems": problems}
 
 

@@ -1,11 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: cpuinfer.llm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Persistence files (sysctl.d, tmpfiles.d drop-ins): read and replace atomically under a root."""
+"""Files the collection writes on hosts (sysctl.d and tmpfiles.d drop-ins, units, environment files):
+read and replace atomically under a root, with their mode and owner, and put back as they were."""
 
 from __future__ import absolute_import, division, print_function
 
+import collections
+import glob
 import os
+import stat
 import tempfile
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
@@ -42,9 +46,9 @@ def read_file(root, relative):
         return None
 
 
-def replace_file(root, relative, content, mode=0o644):
+def replace_file(root, relative, content, mode=0o644, uid=None, gid=None):
     """Write content to a temporary file beside the target and rename it over the target,
-    so a reader (or a crash) never sees a half-written drop-in."""
+    so a reader (or a crash) never sees a half-written drop-in. uid/gid None: the writer's."""
     path = knob_path(root, relative)
     directory = os.path.dirname(path)
     try:
@@ -58,6 +62,8 @@ def replace_file(root, relative, content, mode=0o644):
             handle.write(content)
             handle.flush()
             os.fsync(handle.fileno())
+        if uid is not None or gid is not None:
+            os.chown(temporary, -1 if uid is None else uid, -1 if gid is None else gid)
         os.chmod(temporary, mode)
         os.rename(temporary, path)
     except (IOError, OSError) as exc:
@@ -81,3 +87,66 @@ def restore_file(root, relative, previous_content):
         remove_file(root, relative)
     else:
         replace_file(root, relative, previous_content)
+
+
+# What a file or directory is now: text (None for a directory), permission bits, owner, group.
+FileState = collections.namedtuple("FileState", "content mode uid gid")
+
+
+def file_state(root, relative):
+    """The state of a regular file or directory, or None when nothing is there.
+    A file that is not UTF-8 text reads as content '' so that it is replaced, never parsed."""
+    path = knob_path(root, relative)
+    try:
+        info = os.lstat(path)
+    except (IOError, OSError):
+        return None
+    mode = stat.S_IMODE(info.st_mode)
+    if stat.S_ISDIR(info.st_mode):
+        return FileState(None, mode, info.st_uid, info.st_gid)
+    if not stat.S_ISREG(info.st_mode):
+        raise PersistError("%s is neither a file nor a directory; refusing to replace it" % path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except (IOError, OSError) as exc:
+        raise PersistError("cannot read %s: %s" % (path, exc))
+    try:
+        content = data.decode("utf-8")
+    except UnicodeDecodeError:
+        content = ""
+    return FileState(content, mode, info.st_uid, info.st_gid)
+
+
+def put_state(root, relative, state):
+    """Make the file or directory at relative what state says; None removes it (a directory
+    only when empty: put_state undoes what this collection created, nothing else)."""
+    path = knob_path(root, relative)
+    current = file_state(root, relative)
+    try:
+        if state is None:
+            if current is not None and current.content is None:
+                os.rmdir(path)
+            elif current is not None:
+                os.unlink(path)
+            return
+        if state.content is None:
+            if current is None:
+                os.mkdir(path, state.mode)
+            os.chown(path, state.uid, state.gid)
+            os.chmod(path, state.mode)
+            return
+    except (IOError, OSError) as exc:
+        raise PersistError("cannot set %s: %s" % (path, exc.strerror or exc))
+    replace_file(root, relative, state.content, state.mode, state.uid, state.gid)
+
+
+def matching_files(root, patterns):
+    """The regular files below root that match the absolute glob patterns, as absolute paths, sorted."""
+    found = set()
+    prefix = knob_path(root, "/").rstrip("/")
+    for pattern in patterns:
+        for path in glob.glob(knob_path(root, pattern)):
+            if os.path.isfile(path) and not os.path.islink(path):
+                found.add("/" + path[len(prefix):].lstrip("/"))
+    return sorted(found)

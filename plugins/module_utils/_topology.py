@@ -166,6 +166,13 @@ def midr(root, cpus):
     return None
 
 
+def cpufreq_governor(root, cpus):
+    """The cpufreq governor of the first online CPU, or None where the host has no cpufreq (VMs)."""
+    if not cpus:
+        return None
+    return _optional(root, "%s/cpu%d/cpufreq/scaling_governor" % (CPU_DIR, min(cpus))) or None
+
+
 def online_nodes(root):
     """Online NUMA nodes; a kernel without NUMA has just node 0."""
     if knob_exists(root, NODE_DIR + "/online"):

@@ -83,6 +83,7 @@ ansible_facts:
         llama_build_class: arm-armv8.2-a+dotprod+fp16
         llama_cmake_args: ["-DGGML_NATIVE=OFF", "-DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod+fp16"]
         runtime: {glibc: "2.36", glibcxx: "3.4.30"}
+        cpufreq_governor: performance
 """
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _cpu_classes, _resctrl, _runtime, _topology
@@ -128,6 +129,7 @@ def gather(root):
         "llama_build_class": build_class,
         "llama_cmake_args": cmake_args,
         "runtime": _runtime.runtime(root),
+        "cpufreq_governor": _topology.cpufreq_governor(root, cpus),
     }
 
 

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 """One fake host per module: a kernel tree with the kernel's write semantics where they matter.
 Each builder takes (root, monkeypatch) and leaves a host that a valid request can converge."""
 
@@ -42,3 +44,16 @@ def sched_host(root, monkeypatch):
         "/proc/2/stat": "2 (kthreadd) S 0 0 0 0 -1 2129984", "/proc/2/comm": "kthreadd\n",
         "/sys/fs/cgroup/system.slice/llama.service/cgroup.procs": "100\n",
     })
+
+
+def sysctl_host(root, monkeypatch):
+    write_tree(root, {
+        "/proc/sys/kernel/sched_rt_runtime_us": "950000\n",
+        "/proc/sys/kernel/sched_rt_period_us": "1000000\n",
+        "/proc/sys/kernel/numa_balancing": "1\n",
+    })
+
+
+def files_host(root, monkeypatch):
+    write_tree(root, {"/etc/systemd/system/existing.service": "[Service]\n"})
+    (Path(root) / "etc" / "demo.d").mkdir(parents=True)

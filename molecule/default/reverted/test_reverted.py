@@ -24,6 +24,7 @@ def test_values_equal_the_pre_converge_snapshot(host):
     "/etc/systemd/system/system.slice.d/50-cpuinfer-housekeeping.conf",
     "/etc/systemd/system/user.slice.d/50-cpuinfer-housekeeping.conf",
     "/var/lib/cpuinfer/host_tuning_original.json",
+    "/var/lib/cpuinfer/releases/llama_server.json",
     "/etc/systemd/system/cpuinfer-irq-affinity.service",
     "/usr/local/libexec/cpuinfer-irq-affinity.py",
 ])

@@ -1,33 +1,70 @@
-"""After the halted rollout: the canary serves and is tuned; the last host is untouched."""
+"""After the rollout that regressed the canary: the canary went back to release one and serves; the
+host the rollout never reached still runs release one, untouched. Both run one instance per NUMA
+node of their inference CPUs from the same profile."""
+
+import json
+import shlex
 
 import pytest
 
+INSTANCES = {"mol-fleet-1": ["tiny-llama-node0"], "mol-fleet-2": ["tiny-llama-node0", "tiny-llama-node1"]}
+RECORD = "/var/lib/cpuinfer/releases/llama_server.json"
+# One non-streamed completion; llama-server reports its own decode rate in "timings".
+COMPLETION = r"""
+import json, os, urllib.request
+KEY = "/etc/cpuinfer/llama-server/tiny-llama-node0.key"
+key = open(KEY).read().strip() if os.path.exists(KEY) else ""
+request = urllib.request.Request("http://127.0.0.1:8081/completion", data=json.dumps(
+    {"prompt": "Once upon a time", "n_predict": 8, "temperature": 0}).encode(),
+    headers=dict({"Content-Type": "application/json"}, **({"Authorization": "Bearer " + key} if key else {})))
+print(json.dumps(json.load(urllib.request.urlopen(request, timeout=300))["timings"]))
+"""
 
-def _tuned(host):
+
+def _record(host):
     with host.sudo():
-        return host.file("/var/lib/cpuinfer/host_tuning_original.json").exists
+        return json.loads(host.file(RECORD).content_string)
 
 
-@pytest.mark.parametrize("name", ["mol-fleet-1"])
-def test_canary_is_tuned_and_serving(host, name):
-    if host.backend.get_hostname() != name:
-        pytest.skip("canary checks run on the canary")
-    assert _tuned(host)
-    assert host.service("cpuinfer-llama-tiny-llama.service").is_running
-    assert "[madvise]" in host.file("/sys/kernel/mm/transparent_hugepage/enabled").content_string
+def _quota_lines(unit_text):
+    return [line for line in unit_text.splitlines() if line.startswith("CPUQuota=")]
 
 
-def test_host_beyond_the_failed_batch_is_untouched(host):
-    if host.backend.get_hostname() != "mol-fleet-3":
-        pytest.skip("only the last host was never reached")
-    assert not _tuned(host)
-    assert not host.file("/etc/systemd/system/cpuinfer-llama-tiny-llama.service").exists
-    assert not host.file("/etc/tmpfiles.d/cpuinfer-thp.conf").exists
-    assert not host.file("/etc/sysctl.d/90-cpuinfer-perf-paranoid.conf").exists
+def _units(host):
+    return ["cpuinfer-llama-%s.service" % name for name in INSTANCES[host.backend.get_hostname()]]
 
 
-def test_failed_host_kept_its_service_but_the_rollout_stopped(host):
+def test_one_instance_per_node_of_the_inference_cpus(host):
+    listed = host.check_output("systemctl list-units --plain --no-legend --type=service 'cpuinfer-llama-*'")
+    assert sorted(line.split()[0] for line in listed.splitlines()) == _units(host)
+    nodes = host.check_output("systemctl show --property=AllowedMemoryNodes --value %s" % " ".join(_units(host)))
+    assert nodes.split() == [str(n) for n in range(len(_units(host)))]
+
+
+def test_every_host_runs_release_one_without_the_bad_quota(host):
+    for unit in _units(host):
+        assert host.service(unit).is_running
+        assert host.check_output("systemctl show --property=CPUQuotaPerSecUSec --value %s" % unit) == "infinity"
+        with host.sudo():
+            assert not _quota_lines(host.file("/etc/systemd/system/" + unit).content_string)
+
+
+def test_the_canary_went_back_and_serves_at_a_rate(host):
+    if host.backend.get_hostname() != "mol-fleet-1":
+        pytest.skip("the canary")
+    record = _record(host)
+    assert record["rolled_back_from"] is not None and record["previous"] is None
+    with host.sudo():
+        timings = json.loads(host.check_output("python3 -c %s" % shlex.quote(COMPLETION)))
+    print("canary after the rollback: %.2f tokens/s decode" % timings["predicted_per_second"])
+    assert timings["predicted_n"] == 8 and timings["predicted_per_second"] > 0.05
+
+
+def test_the_host_not_reached_kept_release_one_untouched(host):
     if host.backend.get_hostname() != "mol-fleet-2":
-        pytest.skip("the failing host")
-    # it was converged, then its gate failed: the service exists (operators inspect it, revert is explicit)
-    assert host.service("cpuinfer-llama-tiny-llama.service").is_running
+        pytest.skip("the host the rollout did not reach")
+    record = _record(host)
+    # one release recorded by site.yml, never a second one and never a rollback
+    assert record["previous"] is None and record["rolled_back_from"] is None
+    assert not any(_quota_lines(state["content"]) for path, state in record["current"].items()
+                   if path.endswith(".service"))

@@ -3,6 +3,7 @@
 import concurrent.futures
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -167,17 +168,30 @@ def test_security_exposure_is_recorded_and_within_bounds(host):
     print("systemd-analyze security exposure:", exposure)
 
 
+# Kills the unit's main process, waits until systemd has run a new one, and prints how long systemd itself
+# took: from the unit leaving "active" to entering it again, both on systemd's own monotonic clock. Polling
+# time is left out on purpose: each systemctl call costs up to a second under software emulation on a busy
+# controller, which is the lab's cost, not the restart's (a polled clock measured 6.4 s for a 0.3 s restart).
+RESTART_CLOCK = r"""
+unit=$1
+show() { systemctl show --property="$1" --value "$unit"; }
+old=$(show MainPID)
+restarts=$(show NRestarts)
+systemctl kill --signal=KILL "$unit"
+for _ in $(seq 600); do
+    if systemctl is-active --quiet "$unit" && [ "$(show MainPID)" != "$old" ] && [ "$(show NRestarts)" -gt "$restarts" ]; then
+        echo $(( $(show ActiveEnterTimestampMonotonic) - $(show ActiveExitTimestampMonotonic) ))
+        exit 0
+    fi
+    sleep 0.1
+done
+echo "$unit did not come back within 60 s" >&2
+exit 1
+"""
+
+
 def test_sigkill_brings_it_back_within_5s(host):
-    unit = _unit("tiny-llama")
-    old = host.check_output("systemctl show --property=MainPID --value %s" % unit)
     with host.sudo():
-        host.check_output("systemctl kill --signal=KILL %s" % unit)
-    started = time.monotonic()
-    while time.monotonic() - started < 15:
-        pid = host.check_output("systemctl show --property=MainPID --value %s" % unit)
-        if host.run("systemctl is-active --quiet %s" % unit).rc == 0 and pid not in ("0", old):
-            break
-        time.sleep(0.2)
-    elapsed = time.monotonic() - started
-    print("active again after %.1fs" % elapsed)
-    assert elapsed <= 5.0
+        micros = int(host.check_output("bash -c %s _ %s" % (shlex.quote(RESTART_CLOCK), _unit("tiny-llama"))))
+    print("active again %.2fs after the kill (systemd's clock)" % (micros / 1e6))
+    assert 0 < micros <= 5_000_000

@@ -5,15 +5,27 @@ Usage: python3 stream_probe.py PORT MAX_TOKENS [API_KEY]
 Prints JSON {"tokens", "first_token_ms", "total_ms", "tokens_per_second", "decode_tokens_per_second",
 "p50_ms", "p99_ms", "gaps_ms"}.
 
+Usage: python3 stream_probe.py --active MAX_TOKENS WAIT_S
+Measures every instance that runs on this host now (each active cpuinfer-llama-NAME.service, its
+port read from its command line, its API key from /etc/cpuinfer/llama-server/NAME.key where that
+exists, else $LLAMA_SERVER_API_KEY); an instance that does not answer yet is retried for WAIT_S
+seconds. Prints JSON {NAME: measurement}, {} when none runs: the gate's "as it is" and "after".
+
 tokens_per_second is end to end (tokens over the whole request, first token included). The rate between
 the first and the last event is reported too, but not gated on: server-sent events may arrive in
 bursts, and a burst makes that span short and the rate meaningless.
 """
 
 import json
+import os
+import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
+
+UNIT_PREFIX = "cpuinfer-llama-"
+KEY_DIR = "/etc/cpuinfer/llama-server"
 
 
 def percentile(values, fraction):
@@ -62,7 +74,70 @@ def measure(port, max_tokens, api_key=""):
     }
 
 
+def port_of(exec_start):
+    """The --port of a unit's ExecStart as systemctl show prints it ('{ path=... ; argv[]=... ; ... }')."""
+    words = exec_start.split()
+    for flag, value in zip(words, words[1:]):
+        if flag == "--port":
+            return int(value)
+    return None
+
+
+def _systemctl(*args):
+    return subprocess.run(["systemctl", *args], capture_output=True, text=True, check=True).stdout
+
+
+def active_instances():
+    """{name: port} of the instances whose unit is active now."""
+    listed = _systemctl("list-units", "--type=service", "--state=active", "--plain", "--no-legend",
+                        UNIT_PREFIX + "*.service")
+    instances = {}
+    for line in listed.splitlines():
+        unit = line.split()[0] if line.split() else ""
+        if unit.startswith(UNIT_PREFIX) and unit.endswith(".service"):
+            port = port_of(_systemctl("show", "--property=ExecStart", "--value", unit))
+            if port is not None:
+                instances[unit[len(UNIT_PREFIX):-len(".service")]] = port
+    return instances
+
+
+def api_key_of(name, key_dir=KEY_DIR):
+    """The instance's key as the role wrote it: NAME.key (llama-server's credential), else API_KEY= in
+    NAME.env (the Python server), else $LLAMA_SERVER_API_KEY; '' for none."""
+    try:
+        with open(os.path.join(key_dir, name + ".key"), encoding="utf-8") as handle:
+            return handle.read().strip()
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(key_dir, name + ".env"), encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("API_KEY="):
+                    return line[len("API_KEY="):].strip()
+    except OSError:
+        pass
+    return os.environ.get("LLAMA_SERVER_API_KEY", "")
+
+
+def measure_when_ready(port, max_tokens, api_key, wait_s):
+    """measure(), retried while the server refuses or answers 503 (still loading), up to wait_s."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return measure(port, max_tokens, api_key)
+        except (urllib.error.URLError, ConnectionError) as exc:
+            loading = not isinstance(exc, urllib.error.HTTPError) or exc.code == 503
+            if not loading or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.5)
+
+
 def main():
+    if sys.argv[1] == "--active":
+        max_tokens, wait_s = int(sys.argv[2]), float(sys.argv[3])
+        print(json.dumps(dict((name, measure_when_ready(port, max_tokens, api_key_of(name), wait_s))
+                              for name, port in sorted(active_instances().items()))))
+        return
     api_key = sys.argv[3] if len(sys.argv) > 3 else ""
     print(json.dumps(measure(int(sys.argv[1]), int(sys.argv[2]), api_key)))
 

@@ -60,11 +60,33 @@ def test_converge_runs_of_skipped_host_counts_are_carried_and_printed_as_such(tm
     (tmp_path / "converge.json").write_text(bench.json.dumps(previous), encoding="utf-8")
     carried = bench.carried_runs([1])
     assert [(r["hosts"], r["seconds"], r["measured_by"]["commit"]) for r in carried] == [(3, 779, "abc")]
+    again = dict(run, hosts=1, run="re-converge", seconds=90, changed=0, controller_cpu_seconds=41.26)
     data = {"environment": {"command": "benchmarks/run converge --hosts 1", "date": "e", "commit": "def"},
-            "note": "n", "wheel_cache": "the default", "runs": [dict(run, hosts=1, seconds=300)] + carried}
+            "note": "n", "wheel_cache": "the default", "playbook_env": {"ANSIBLE_PIPELINING": "true"},
+            "runs": [dict(run, hosts=1, seconds=300), again] + carried}
     table = bench.converge_markdown(data)
-    assert "| 1 | first converge | 300 | 75 | 0 | this run |" in table
-    assert "| 3 | first converge | 779 | 75 | 0 | carried: `benchmarks/run converge` (d, commit abc) |" in table
+    assert "ansible-playbook with ANSIBLE_PIPELINING=true" in table
+    assert "| 1 | first converge | 300 | 1.00 | - | 75 | 0 | this run |" in table
+    assert "| 1 | re-converge | 90 | 0.30 | 41.3 | 0 | 0 | this run |" in table
+    assert "| 3 | first converge | 779 | 1.00 | - | 75 | 0 | carried: `benchmarks/run converge` (d, commit abc) |" in table
+
+
+def test_a_playbook_reports_the_controller_cpu_it_cost(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "REPO", bench.Path("/"))
+    usage = {}
+    busy = "s = 0\nfor i in range(3 * 10 ** 6): s += i"
+    fake = tmp_path / "fake-ansible-playbook"
+    fake.write_text("#!%s\nimport os\nassert os.environ['ANSIBLE_PIPELINING'] == 'true'\n%s\n" % (bench.sys.executable, busy))
+    fake.chmod(0o755)
+    monkeypatch.setattr(bench.subprocess, "run", _renamed_run(bench.subprocess.run, "ansible-playbook", str(fake)))
+    seconds, output = bench.playbook("inventory", "book.yml", usage=usage)
+    assert usage["controller_cpu_seconds"] > 0.05 and seconds > 0, output
+
+
+def _renamed_run(run, name, replacement):
+    def wrapped(argv, **kwargs):
+        return run([replacement if part == name else part for part in argv], **kwargs)
+    return wrapped
 
 
 def test_a_busy_machine_is_named(tmp_path, monkeypatch):

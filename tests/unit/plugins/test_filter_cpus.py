@@ -68,3 +68,23 @@ def test_cpu_plan_refuses_what_is_no_core_count(given, words):
 
     with pytest.raises(AnsibleFilterError, match=words):
         cpu_plan(_facts(["0", "1"], ["0-1"]), given)
+
+
+@pytest.mark.parametrize("facts, groups", [
+    ({"platform": "xeon", "llama_build_class": "x86-avx512"}, ["cpuinfer_xeon", "cpuinfer_x86_avx512"]),
+    ({"platform": "kunpeng", "llama_build_class": "arm-armv8.2-a+dotprod+fp16"},
+     ["cpuinfer_kunpeng", "cpuinfer_arm_armv8_2_a_dotprod_fp16"]),
+    ({"platform": "other", "llama_build_class": None}, ["cpuinfer_other", "cpuinfer_no_build_class"]),
+])
+def test_fact_groups_are_valid_group_names(facts, groups):
+    from ansible_collections.cpuinfer.llm.plugins.filter.cpus import fact_groups
+
+    assert fact_groups(facts) == groups
+    assert all(__import__("re").match(r"^[a-z][a-z0-9_]*$", name) for name in fact_groups(facts))
+
+
+def test_fact_groups_need_host_facts():
+    from ansible_collections.cpuinfer.llm.plugins.filter.cpus import fact_groups
+
+    with pytest.raises(AnsibleFilterError, match="host_facts"):
+        fact_groups({"cpus": 4})

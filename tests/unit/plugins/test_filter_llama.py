@@ -121,3 +121,52 @@ def test_build_hosts_by_class_before_machine():
     builds = llama_build_classes(["k", "n", "x"], hostvars, [], {"aarch64": "armbox", "arm-armv8-a": "phytiumbox"})
     assert [(b["build_class"], b["build_host"]) for b in builds] == [
         ("arm-armv8-a", "phytiumbox"), ("arm-armv8.2-a+dotprod+fp16", "armbox"), ("x86-avx2", None)]
+
+
+TWO_NODES = {"inference_by_node": [{"node": 0, "cpus": "1-3"}, {"node": 1, "cpus": "4-7"}],
+             "inference_by_l3": ["1-3", "4-7"]}
+ONE_NODE = {"inference_by_node": [{"node": 0, "cpus": "1-3"}], "inference_by_l3": ["1-3"]}
+NUMA = [{"id": 0, "cpus": "0-3"}, {"id": 1, "cpus": "4-7"}]
+PLACED = {"name": "tiny", "model": "m.gguf", "port": 8081, "placement": "per_node"}
+
+
+def placed(cpu_plan, *instances):
+    return llama_instances(list(instances), DEFAULTS, "1-7", [str(c) for c in range(8)], {"tiny": TINY}, FLAGS,
+                           cpu_plan, NUMA)
+
+
+def test_per_node_makes_one_instance_per_node_bound_to_it():
+    result = placed(TWO_NODES, PLACED)
+    assert not result["problems"]
+    assert [(i["name"], i["port"], i["allowed_cpus"], i["allowed_memory_nodes"], i["numa_policy"], i["threads"])
+            for i in result["instances"]] == [("tiny-node0", 8081, "1-3", "0", "bind", 3),
+                                              ("tiny-node1", 8082, "4-7", "1", "bind", 4)]
+    # the memory limits come from the model of the entry the copies came from
+    assert all(i["memory_max"] for i in result["instances"])
+
+
+def test_the_same_profile_fits_a_one_node_host():
+    result = placed(ONE_NODE, PLACED)
+    assert not result["problems"] and [i["name"] for i in result["instances"]] == ["tiny-node0"]
+
+
+def test_per_l3_finds_each_domains_node():
+    result = placed(TWO_NODES, dict(PLACED, placement="per_l3"))
+    assert [(i["name"], i["allowed_memory_nodes"]) for i in result["instances"]] == [("tiny-l3-0", "0"), ("tiny-l3-1", "1")]
+
+
+def test_a_placement_default_applies_to_entries_without_one():
+    entry = {k: v for k, v in PLACED.items() if k != "placement"}
+    result = llama_instances([entry], dict(DEFAULTS, placement="per_node"), "1-7", [str(c) for c in range(8)],
+                             {"tiny": TINY}, FLAGS, TWO_NODES, NUMA)
+    assert len(result["instances"]) == 2
+
+
+@pytest.mark.parametrize("instances, cpu_plan, words", [
+    ([dict(PLACED, placement="per_socket")], TWO_NODES, "placement 'per_socket' is not one of"),
+    ([dict(PLACED, allowed_cpus="1")], TWO_NODES, "places its CPUs and memory itself"),
+    ([PLACED], {}, "needs host_tuning's CPU plan"),
+    ([PLACED, {"name": "other", "model": "m.gguf", "port": 8082}], TWO_NODES, "share a port: 8082"),
+])
+def test_placements_that_cannot_work_are_refused(instances, cpu_plan, words):
+    assert any(words in problem for problem in placed(cpu_plan, *instances)["problems"]), placed(cpu_plan, *instances)

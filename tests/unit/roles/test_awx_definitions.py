@@ -27,7 +27,7 @@ def test_templates_run_project_playbooks_that_read_their_survey(entry):
     text = playbook.read_text()
     for question in awx_run_template.survey(entry):
         if question["variable"] == "target":
-            assert "target | default(" in text or "target)" in text
+            assert "target | default(" in text or "target)" in text or "{{ target }}" in text
     assert entry["inventory"] in {i["name"] for i in CONTROLLER["controller_inventories"]}
     assert entry["project"] in {p["name"] for p in CONTROLLER["controller_projects"]}
 
@@ -43,9 +43,10 @@ def test_surveys_are_in_awx_survey_spec_format(entry):
         assert question["type"] in SURVEY_TYPES and question["question_name"] and question["variable"]
 
 
-def test_the_four_playbooks_have_templates():
+def test_the_five_playbooks_have_templates():
     assert {e["playbook"] for e in CONTROLLER["controller_templates"]} == {
-        "playbooks/site.yml", "playbooks/canary.yml", "playbooks/verify.yml", "playbooks/revert.yml"}
+        "playbooks/site.yml", "playbooks/canary.yml", "playbooks/verify.yml", "playbooks/revert.yml",
+        "playbooks/rollback.yml"}
 
 
 def test_workflow_is_canary_then_approval_then_fleet():
@@ -70,13 +71,15 @@ def test_every_variable_of_the_file_is_applied_by_the_playbook():
 def test_extra_vars_are_survey_defaults_or_answers():
     canary = awx_run_template.template("cpuinfer canary")
     assert awx_run_template.extra_vars(canary, {}) == {
-        "target": "all", "health_gate_min_tokens_per_second": 5.0, "health_gate_max_p99_ms": 500}
+        "target": "all", "health_gate_min_tokens_per_second": 5.0, "health_gate_max_p99_ms": 500,
+        "health_gate_min_ratio": 0.9, "health_gate_max_p99_ratio": 1.25}
     assert awx_run_template.extra_vars(canary, {"health_gate_max_p99_ms": "900"})["health_gate_max_p99_ms"] == 900.0
 
 
-def test_revert_has_no_default_target():
+@pytest.mark.parametrize("name", ["cpuinfer revert", "cpuinfer rollback"])
+def test_revert_and_rollback_have_no_default_target(name):
     with pytest.raises(SystemExit, match="target"):
-        awx_run_template.extra_vars(awx_run_template.template("cpuinfer revert"), {})
+        awx_run_template.extra_vars(awx_run_template.template(name), {})
 
 
 def test_execution_environment_pins_the_controller_versions():

@@ -3,14 +3,10 @@ reason (so a canary halts); with allow_pending_reboot it is left pending. Runs t
 file with ansible-playbook against localhost in check mode, with the facts of such a host."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
+from local_playbook import run_playbook
 
 PLAYBOOK = """
 - hosts: localhost
@@ -37,11 +33,7 @@ PLAYBOOK = """
 def run(tmp_path, version, *extra):
     book = tmp_path / "play.yml"
     book.write_text(PLAYBOOK.format(version=json.dumps(version)))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".build" / "collections"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
-    return subprocess.run(["ansible-playbook", "-i", "localhost,", "-e", "ansible_python_interpreter=" + sys.executable,
-                           str(book), *extra], env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
+    return run_playbook(book, *extra)
 
 
 @pytest.mark.parametrize("version", [1, "hybrid"])

@@ -82,3 +82,60 @@ def test_a_burst_does_not_inflate_the_gated_rate():
     result = json.loads(out.stdout)
     assert result["tokens"] == 8
     assert result["tokens_per_second"] <= 1 / GAP_S
+
+
+def _fake_systemctl(directory, units):
+    """A systemctl on PATH that lists units {name: port} as active and shows their ExecStart."""
+    script = directory / "systemctl"
+    table = json.dumps(dict(("cpuinfer-llama-%s.service" % name, port) for name, port in units.items()))
+    script.write_text("""#!%s
+import json, sys
+units = json.loads(%r)
+if sys.argv[1] == "list-units":
+    for unit in units:
+        print("%%s loaded active running demo" %% unit)
+else:
+    print("{ path=/opt/engine/llama-server ; argv[]=/opt/engine/llama-server --model m.gguf --port %%d --threads 1 ; "
+          "ignore_errors=no ; start_time=[n/a] }" %% units[sys.argv[-1]])
+""" % (sys.executable, table))
+    script.chmod(0o755)
+
+
+def test_active_measures_every_running_instance_by_name(server, tmp_path):
+    _fake_systemctl(tmp_path, {"tiny": server, "other": server})
+    env = {"PATH": "%s:/usr/bin:/bin" % tmp_path, "LLAMA_SERVER_API_KEY": "from-env"}
+    out = subprocess.run([sys.executable, str(PROBE), "--active", "3", "5"], capture_output=True, text=True,
+                         check=True, timeout=60, env=env)
+    result = json.loads(out.stdout)
+    assert sorted(result) == ["other", "tiny"] and result["tiny"]["tokens"] == 3
+    assert FakeStream.seen_auth[-1] == "Bearer from-env"
+
+
+def test_active_with_nothing_running_is_empty(tmp_path):
+    _fake_systemctl(tmp_path, {})
+    out = subprocess.run([sys.executable, str(PROBE), "--active", "3", "1"], capture_output=True, text=True,
+                         check=True, timeout=60, env={"PATH": "%s:/usr/bin:/bin" % tmp_path})
+    assert json.loads(out.stdout) == {}
+
+
+def test_an_instance_that_never_answers_fails_after_the_wait(tmp_path):
+    _fake_systemctl(tmp_path, {"gone": 9})  # nothing listens on port 9
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, str(PROBE), "--active", "3", "1.5"], capture_output=True, text=True,
+                         check=False, timeout=60, env={"PATH": "%s:/usr/bin:/bin" % tmp_path})
+    assert out.returncode != 0 and "Connection refused" in out.stderr
+    assert time.monotonic() - started >= 1.5
+
+
+def test_the_key_comes_from_the_instance_files_first(tmp_path):
+    sys.path.insert(0, str(PROBE.parent))
+    try:
+        import stream_probe
+    finally:
+        sys.path.remove(str(PROBE.parent))
+    (tmp_path / "a.key").write_text("key-file\n")
+    (tmp_path / "b.env").write_text("# managed\nAPI_KEY=env-file\n")
+    assert stream_probe.api_key_of("a", str(tmp_path)) == "key-file"
+    assert stream_probe.api_key_of("b", str(tmp_path)) == "env-file"
+    assert stream_probe.port_of("{ argv[]=/x --port 8081 --threads 2 ; }") == 8081
+    assert stream_probe.port_of("{ argv[]=/x --threads 2 ; }") is None

@@ -15,14 +15,17 @@ from ansible_collections.cpuinfer.llm.plugins.modules import (
     cgroup_v2,
     host_facts,
     irq_affinity,
+    managed_files,
     perf_paranoid,
     rdt_cat,
+    release,
     sched_policy,
+    sysctl,
     thp,
 )
 
 from fake_cgroup import DELEGATED
-from fake_hosts import cgroup_host, irq_host, perf_host, rdt_host, sched_host, thp_host
+from fake_hosts import cgroup_host, files_host, irq_host, perf_host, rdt_host, sched_host, sysctl_host, thp_host
 from kernel_tree import kunpeng_tree, snapshot, write_tree, xeon_tree
 
 DOC = Path(__file__).resolve().parents[4] / "docs" / "bad-inputs.md"
@@ -196,6 +199,80 @@ SCHED = [
 ]
 
 
+SYSCTL = [
+    ({}, "missing required arguments: values"),
+    ({"values": None}, "cannot be converted to a dict"),
+    ({"values": "kernel.numa_balancing=0 x"}, "unable to convert to dict"),
+    ({"values": [1]}, "type list"),
+    ({"values": {"kernel/numa_balancing": 0}}, "not a sysctl key"),
+    ({"values": {"numa_balancing": 0}}, "not a sysctl key"),
+    ({"values": {"Kernel.Numa_Balancing": 0}}, "not a sysctl key"),
+    ({"values": {"kernel..numa": 0}}, "not a sysctl key"),
+    ({"values": {"kernel.numa_balancing": True}}, "not True"),
+    ({"values": {"kernel.numa_balancing": None}}, "not None"),
+    ({"values": {"kernel.numa_balancing": [0]}}, "not [0]"),
+    ({"values": {"kernel.numa_balancing": {"v": 0}}}, "not {'v': 0}"),
+    ({"values": {"kernel.numa_balancing": ""}}, "not a one-line value"),
+    ({"values": {"kernel.numa_balancing": "  "}}, "not a one-line value"),
+    ({"values": {"kernel.numa_balancing": "0\nkernel.x = 1"}}, "not a one-line value"),
+    ({"values": {"kernel.perf_event_paranoid": 2}}, "set by cpuinfer.llm.perf_paranoid"),
+    ({"values": {"kernel.no_such_knob": 1}, "missing": "fail"}, "this kernel has no kernel.no_such_knob"),
+    ({"values": {"kernel.numa_balancing": 0}, "missing": "ignore"}, "value of missing must be one of"),
+    ({"values": {"kernel.numa_balancing": 0}, "colour": "red"}, "Unsupported parameters"),
+    ({"values": {"kernel.numa_balancing": 0, "bad key": 1, "kernel.x": False}}, "not a sysctl key: 'bad key'"),
+]
+RECORD = "/var/lib/cpuinfer/releases/demo.json"
+ONE_RELEASE = '{"version": 1, "current": {}, "previous": null}'
+RELEASE_ARGS = {"name": "demo", "patterns": ["/etc/systemd/system/demo-*.service"]}
+RELEASE = [
+    (dict(RELEASE_ARGS, name="../x"), "letters, digits"),
+    (dict(RELEASE_ARGS, name=""), "letters, digits"),
+    (dict(RELEASE_ARGS, name="a b"), "letters, digits"),
+    (dict(RELEASE_ARGS, name="a/b"), "letters, digits"),
+    (dict(RELEASE_ARGS, patterns=[]), "give at least one"),
+    (dict(RELEASE_ARGS, patterns=["etc/demo-*"]), "give an absolute pattern"),
+    (dict(RELEASE_ARGS, patterns=["/etc/../demo-*"]), "give an absolute pattern"),
+    (dict(RELEASE_ARGS, patterns=["/etc/x", "relative"]), "give an absolute pattern"),
+    (dict(RELEASE_ARGS, patterns=[5]), "give an absolute pattern"),
+    (dict(RELEASE_ARGS, patterns=["/var/lib/cpuinfer/releases/*"]), "lies in the record store"),
+    (dict(RELEASE_ARGS, store="relative/store"), "store 'relative/store': give an absolute path"),
+    (dict(RELEASE_ARGS, state="rolledback"), "value of state must be one of"),
+    (dict(RELEASE_ARGS, state="rolled_back"), "no release has been recorded on this host"),
+    (dict(RELEASE_ARGS, state="rolled_back", patterns=["/etc/none/*"]), "there is no earlier one", {RECORD: ONE_RELEASE}),
+    (RELEASE_ARGS, "move it aside", {RECORD: "{not json"}),
+    (RELEASE_ARGS, "record version 2", {RECORD: '{"version": 2}'}),
+    (RELEASE_ARGS, "move it aside", {RECORD: '{"version": 1}'}),
+    (RELEASE_ARGS, "move it aside", {RECORD: '{"version": 1, "current": {"/x": {"mode": 1}}, "previous": null}'}),
+    ({"patterns": ["/etc/x"]}, "missing required arguments: name"),
+    ({"name": "demo"}, "missing required arguments: patterns"),
+    (dict(RELEASE_ARGS, colour="red"), "Unsupported parameters"),
+]
+FILES = [
+    ({"files": [{"path": "etc/x", "content": ""}]}, "give an absolute path"),
+    ({"files": [{"path": "/etc/../x", "content": ""}]}, "give an absolute path"),
+    ({"files": [{"path": "/", "content": ""}]}, "give an absolute path"),
+    ({"files": [{"path": "/etc/x"}]}, "missing required arguments: content"),
+    ({"files": [{"content": "x"}]}, "missing required arguments: path"),
+    ({"files": [{"path": "/etc/x", "content": "", "mode": "644x"}]}, "is not octal text"),
+    ({"files": [{"path": "/etc/x", "content": "", "mode": "0999"}]}, "is not octal text"),
+    ({"files": [{"path": "/etc/x", "content": "", "mode": "u=rw"}]}, "is not octal text"),
+    ({"files": [{"path": "/etc/x", "content": "", "mode": "0o644"}]}, "is not octal text"),
+    ({"files": [{"path": "/etc/x", "content": "", "owner": "nobody-cpuinfer"}]}, "no user nobody-cpuinfer"),
+    ({"files": [{"path": "/etc/x", "content": "", "group": "nogroup-cpuinfer"}]}, "no group nogroup-cpuinfer"),
+    ({"files": [{"path": "/etc/x", "content": ""}, {"path": "/etc/x/", "content": "again"}]}, "listed twice"),
+    ({"files": [{"path": "/etc/x", "content": ""}], "directories": [{"path": "/etc/x"}]}, "listed twice"),
+    ({"files": [{"path": "/etc/x", "content": "", "secret": "perhaps"}]}, "secret"),
+    ({"files": [{"path": "/etc/x", "content": "", "colour": "red"}]}, "Unsupported parameters"),
+    ({"files": "/etc/x"}, "dictionary requested"),
+    ({"directories": [{"path": "/etc/d", "mode": "rwx"}]}, "is not octal text"),
+    ({"directories": [{"path": "relative"}]}, "give an absolute path"),
+    ({"files": [{"path": "/etc/demo.d", "content": "x"}]}, "is a directory, not a file"),
+    ({"directories": [{"path": "/etc/systemd/system/existing.service"}]}, "is a file, not a directory"),
+    ({"files": [{"path": "/etc/new.conf", "content": "x"}, {"path": "/etc/y", "content": "", "mode": "7777x"}]},
+     "is not octal text"),
+]
+
+
 def _facts_host(mutate):
     def build(root, monkeypatch):
         xeon_tree(root)
@@ -243,7 +320,9 @@ def _midr_garbage(root):
 
 def _cases():
     table = [(thp, thp_host, THP), (perf_paranoid, perf_host, PERF), (cgroup_v2, cgroup_host, CGROUP),
-             (rdt_cat, rdt_host, RDT), (irq_affinity, irq_host, IRQ), (sched_policy, sched_host, SCHED)]
+             (rdt_cat, rdt_host, RDT), (irq_affinity, irq_host, IRQ), (sched_policy, sched_host, SCHED),
+             (sysctl, sysctl_host, SYSCTL), (managed_files, files_host, FILES),
+             (release, files_host, RELEASE)]
     for module, build, cases in table:
         for entry in cases:
             args, words = entry[0], entry[1]
@@ -287,7 +366,7 @@ def test_every_module_has_twenty_bad_inputs():
     counts = {}
     for case in CASES:
         counts[_name(case[0])] = counts.get(_name(case[0]), 0) + 1
-    assert len(counts) == 7 and min(counts.values()) >= 20, counts
+    assert len(counts) == 10 and min(counts.values()) >= 20, counts
 
 
 def _cell(value):

@@ -137,3 +137,12 @@ def test_runtime_unknown_without_libraries(tmp_path, run_module):
     lib64.mkdir()
     (lib64 / "libc.so.6").write_bytes(b"\x7fELF musl has no banner")
     assert facts_of(run_module, tmp_path)["runtime"] == {"glibc": None, "glibcxx": None}
+
+
+def test_cpufreq_governor_of_the_first_online_cpu_or_none(tmp_path, run_module):
+    xeon_tree(tmp_path)
+    assert facts_of(run_module, tmp_path)["cpufreq_governor"] is None  # a VM: no cpufreq
+    governor = tmp_path / "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"
+    governor.parent.mkdir(parents=True)
+    governor.write_text("schedutil\n")
+    assert facts_of(run_module, tmp_path)["cpufreq_governor"] == "schedutil"

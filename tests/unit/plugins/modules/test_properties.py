@@ -19,14 +19,17 @@ from ansible_collections.cpuinfer.llm.plugins.modules import (
     cgroup_v2,
     host_facts,
     irq_affinity,
+    managed_files,
     perf_paranoid,
     rdt_cat,
+    release,
     sched_policy,
+    sysctl,
     thp,
 )
 
 from fake_cgroup import DELEGATED
-from fake_hosts import cgroup_host, irq_host, perf_host, rdt_host, sched_host, thp_host
+from fake_hosts import cgroup_host, files_host, irq_host, perf_host, rdt_host, sched_host, sysctl_host, thp_host
 from kernel_tree import FakeThpKernel, write_tree, xeon_tree
 
 SETTINGS = settings(max_examples=100, deadline=None, derandomize=True,
@@ -136,6 +139,25 @@ case(rdt_cat, rdt_host, good={
     "schemata": st.sampled_from([{"L3": 255}, {"MB": "５０"}, {"L3": ["f"]}, {"MB": True}, {"L3": "f0f"}]),
     "cpus": st.sampled_from(["0-63", "x"]), "monitor": st.sampled_from([["decode"], {"decode": "4242"}, {"": [1]}]),
     "unit": st.sampled_from(["", "gone.service"]), "pids": st.sampled_from([[0], [-1]]),
+})
+case(sysctl, sysctl_host, good={"values": st.fixed_dictionaries({}, optional={
+    "kernel.numa_balancing": st.integers(0, 1), "kernel.sched_rt_runtime_us": st.integers(-1, 1000000),
+    "kernel.no_such_knob": st.just(1)})},
+    bad={"values": st.dictionaries(st.sampled_from(["kernel.numa_balancing", "kernel/x", "x", "kernel.perf_event_paranoid"]),
+                                   ANY_SCALAR, max_size=3)})
+FILE_ENTRY = st.fixed_dictionaries({"path": st.sampled_from(["/etc/a.conf", "/etc/demo.d/b.env", "/opt/x/y/z.service"]),
+                                    "content": NASTY_TEXT},
+                                   optional={"mode": st.sampled_from(["0644", "0600", "0755", "644", "0o644", "rw"]),
+                                             "secret": st.booleans()})
+case(managed_files, files_host, good={"files": st.lists(FILE_ENTRY, max_size=3), "directories": st.lists(
+    st.fixed_dictionaries({"path": st.sampled_from(["/etc/demo.d", "/var/lib/demo", "/etc/systemd/system/existing.service"])},
+                          optional={"mode": st.sampled_from(["0700", "0755", "999"])}), max_size=2)})
+case(release, files_host, good={
+    "name": st.sampled_from(["demo", "llama_server"]), "state": st.sampled_from(["recorded", "rolled_back"]),
+    "patterns": st.sampled_from([["/etc/systemd/system/*.service"], ["/etc/demo.d/*", "/etc/*.conf"], ["/nowhere/*"]]),
+}, bad={
+    "name": st.sampled_from(["../x", "", "a b"]), "patterns": st.sampled_from([["relative"], [], ["/a/../b"]]),
+    "store": st.sampled_from(["relative", "/etc/systemd"]),
 })
 case(irq_affinity, irq_host, good={"cpus": st.sampled_from(["0", "0-1"])},
      bad={"cpus": st.sampled_from(["0-9", "", "１", "3-1"])})

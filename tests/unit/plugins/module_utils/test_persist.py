@@ -1,0 +1,53 @@
+import os
+
+import pytest
+
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _persist
+
+
+def test_file_state_reads_content_mode_and_owner(tmp_path):
+    (tmp_path / "etc").mkdir()
+    path = tmp_path / "etc" / "x.conf"
+    path.write_text("a = 1\n")
+    os.chmod(str(path), 0o640)
+    state = _persist.file_state(str(tmp_path), "/etc/x.conf")
+    assert state == _persist.FileState("a = 1\n", 0o640, os.getuid(), os.getgid())
+    assert _persist.file_state(str(tmp_path), "/etc").content is None
+    assert _persist.file_state(str(tmp_path), "/etc/missing") is None
+
+
+def test_a_file_that_is_not_text_reads_as_empty_so_it_is_replaced(tmp_path):
+    (tmp_path / "blob").write_bytes(b"\xff\xfe\x00")
+    assert _persist.file_state(str(tmp_path), "/blob").content == ""
+
+
+def test_a_link_is_neither_read_nor_replaced(tmp_path):
+    os.symlink("/etc/passwd", str(tmp_path / "link"))
+    with pytest.raises(_persist.PersistError, match="neither a file nor a directory"):
+        _persist.file_state(str(tmp_path), "/link")
+
+
+def test_put_state_round_trips_files_and_directories(tmp_path):
+    root = str(tmp_path)
+    directory = _persist.FileState(None, 0o700, os.getuid(), os.getgid())
+    text = _persist.FileState("x\n", 0o600, os.getuid(), os.getgid())
+    _persist.put_state(root, "/d", directory)
+    _persist.put_state(root, "/d/f", text)
+    assert _persist.file_state(root, "/d") == directory
+    assert _persist.file_state(root, "/d/f") == text
+    _persist.put_state(root, "/d/f", None)
+    _persist.put_state(root, "/d", None)
+    assert not (tmp_path / "d").exists()
+
+
+def test_put_state_none_keeps_a_directory_that_is_not_empty(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "someone-elses").write_text("")
+    with pytest.raises(_persist.PersistError, match="cannot set"):
+        _persist.put_state(str(tmp_path), "/d", None)
+    assert (tmp_path / "d" / "someone-elses").exists()
+
+
+def test_replace_file_never_leaves_a_temporary_file(tmp_path):
+    _persist.replace_file(str(tmp_path), "/a/b.conf", "v\n", 0o644)
+    assert sorted(os.listdir(str(tmp_path / "a"))) == ["b.conf"]

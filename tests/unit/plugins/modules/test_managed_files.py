@@ -1,0 +1,105 @@
+import os
+import stat
+
+import pytest
+
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _persist
+from ansible_collections.cpuinfer.llm.plugins.modules import managed_files
+
+from kernel_tree import snapshot
+
+UNIT = "/etc/systemd/system/demo.service"
+ENV = "/etc/demo/demo.env"
+
+
+def _args(root, **extra):
+    args = {
+        "root": str(root),
+        "directories": [{"path": "/etc/demo", "mode": "0700"}],
+        "files": [
+            {"path": UNIT, "content": "[Service]\nExecStart=/bin/true\n"},
+            {"path": ENV, "content": "TOKEN=hunter2\n", "mode": "0600", "secret": True},
+        ],
+    }
+    args.update(extra)
+    return args
+
+
+def _mode(root, path):
+    return stat.S_IMODE(os.stat(str(root) + path).st_mode)
+
+
+def test_writes_files_directories_and_missing_parents(tmp_path, run_module):
+    failed, result = run_module(managed_files, _args(tmp_path))
+    assert not failed, result
+    assert (tmp_path / UNIT.lstrip("/")).read_text() == "[Service]\nExecStart=/bin/true\n"
+    assert _mode(tmp_path, "/etc/demo") == 0o700
+    assert _mode(tmp_path, ENV) == 0o600
+    assert _mode(tmp_path, "/etc/systemd/system") == 0o755
+    assert result["changed_paths"] == ["/etc", "/etc/systemd", "/etc/systemd/system", "/etc/demo", UNIT, ENV]
+
+
+def test_a_second_run_changes_nothing(tmp_path, run_module):
+    assert run_module(managed_files, _args(tmp_path))[1]["changed"]
+    failed, result = run_module(managed_files, _args(tmp_path))
+    assert not failed and not result["changed"] and result["changed_paths"] == []
+
+
+def test_only_what_differs_is_written(tmp_path, run_module):
+    run_module(managed_files, _args(tmp_path))
+    os.chmod(str(tmp_path) + ENV, 0o644)
+    (tmp_path / UNIT.lstrip("/")).write_text("edited by hand\n")
+    failed, result = run_module(managed_files, _args(tmp_path))
+    assert not failed and result["changed_paths"] == [UNIT, ENV]
+    assert _mode(tmp_path, ENV) == 0o600
+
+
+def test_check_mode_writes_nothing_and_the_diff_hides_secrets(tmp_path, run_module):
+    before = snapshot(tmp_path)
+    failed, result = run_module(managed_files, _args(tmp_path), check=True, diff=True)
+    assert not failed and result["changed"]
+    assert snapshot(tmp_path) == before
+    by_header = {d["after_header"].split(" ")[0]: d for d in result["diff"]}
+    assert by_header[UNIT]["after"] == "[Service]\nExecStart=/bin/true\n" and by_header[UNIT]["before"] == ""
+    assert "hunter2" not in str(result)
+    assert by_header[ENV]["after"] == "(secret: 14 bytes)\n"
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"path": "relative/x", "content": ""}, "absolute path"),
+    ({"path": "/etc/../x", "content": ""}, "absolute path"),
+    ({"path": "/etc/x", "content": "", "mode": "rw-r--r--"}, "not octal"),
+    ({"path": "/etc/x", "content": "", "owner": "no-such-user-cpuinfer"}, "no user no-such-user-cpuinfer"),
+    ({"path": "/etc/x", "content": "", "group": "no-such-group-cpuinfer"}, "no group no-such-group-cpuinfer"),
+    ({"path": UNIT, "content": "twice"}, "listed twice"),
+])
+def test_a_bad_entry_refuses_the_whole_request_before_any_write(tmp_path, run_module, bad, message):
+    args = _args(tmp_path)
+    args["files"].insert(0, bad)
+    failed, result = run_module(managed_files, args)
+    assert failed and message in result["msg"] and "nothing written" in result["msg"], result
+    assert not (tmp_path / "etc").exists()
+
+
+def test_a_directory_in_the_way_of_a_file_is_refused(tmp_path, run_module):
+    (tmp_path / UNIT.lstrip("/")).mkdir(parents=True)
+    failed, result = run_module(managed_files, _args(tmp_path))
+    assert failed and "is a directory, not a file" in result["msg"]
+    assert not (tmp_path / "etc" / "demo").exists()
+
+
+def test_a_failed_write_puts_back_everything_written_before_it(tmp_path, run_module, monkeypatch):
+    (tmp_path / "etc" / "systemd" / "system").mkdir(parents=True)
+    (tmp_path / UNIT.lstrip("/")).write_text("the old unit\n")
+    real = _persist.replace_file
+
+    def fail_on_env(root, relative, *rest, **kwargs):
+        if relative == ENV:
+            raise _persist.PersistError("cannot write %s: disk full" % relative)
+        return real(root, relative, *rest, **kwargs)
+
+    monkeypatch.setattr(_persist, "replace_file", fail_on_env)
+    failed, result = run_module(managed_files, _args(tmp_path))
+    assert failed and "disk full" in result["msg"] and "put back" in result["msg"], result
+    assert (tmp_path / UNIT.lstrip("/")).read_text() == "the old unit\n"
+    assert not (tmp_path / "etc" / "demo").exists()
