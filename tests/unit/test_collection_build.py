@@ -8,6 +8,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 GALAXY = str(Path(sys.executable).with_name("ansible-galaxy"))
+# What a user of the collection gets, and nothing else: the code that runs (modules, helpers, filters,
+# roles, playbooks), the example inventory, the files the roles and AWX need, the docs, and the unit
+# tests that run without the lab. The lab, molecule, scripts and benchmarks stay out whole.
+ALLOWED = ("MANIFEST.json", "FILES.json", "README.md", "meta/", "plugins/", "roles/", "playbooks/",
+           "inventories/example/", "files/", "docs/", "changelogs/", "tests/unit/")
+ALLOWED_DIRECTORIES = ("meta", "plugins", "roles", "playbooks", "inventories", "inventories/example", "files",
+                       "docs", "changelogs", "tests", "tests/unit")
 
 
 def test_build_and_install(tmp_path):
@@ -18,6 +25,8 @@ def test_build_and_install(tmp_path):
     with tarfile.open(tarball) as archive:
         names = archive.getnames()
     assert "plugins/modules/cgroup_v2.py" in names and "roles/llama_server/tasks/main.yml" in names
+    outside = [n for n in names if not n.startswith(ALLOWED) and n not in ALLOWED and n not in ALLOWED_DIRECTORIES]
+    assert outside == [], "shipped outside the allow-list: %s" % outside
     leaked = [n for n in names if n.split("/")[0] in (".build", ".venv", "lab", "scripts", "tests") and
               not n.startswith("tests/unit")]
     assert not [n for n in leaked if not n.startswith("tests")], leaked
