@@ -118,6 +118,15 @@ def file_state(root, relative):
     return FileState(content, mode, info.st_uid, info.st_gid)
 
 
+def missing_directories(root, relative):
+    """relative and each of its parents that does not exist yet, outermost first ([] when it exists)."""
+    missing = []
+    while relative and file_state(root, relative) is None:
+        missing.insert(0, relative)
+        relative = relative.rsplit("/", 1)[0]
+    return missing
+
+
 def put_state(root, relative, state):
     """Make the file or directory at relative what state says; None removes it (a directory
     only when empty: put_state undoes what this collection created, nothing else)."""

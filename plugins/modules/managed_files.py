@@ -114,7 +114,7 @@ import grp
 import pwd
 import re
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import FileState, file_state, put_state
+from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import FileState, file_state, missing_directories, put_state
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, Step, refuse_if, run_module
 
 _OCTAL_MODE = re.compile(r"^0?[0-7]{3,4}$")
@@ -171,11 +171,8 @@ def parents_to_create(root, paths):
     """Missing parent directories of the wanted paths, outermost first."""
     missing = set()
     for path in paths:
-        parent = path.rsplit("/", 1)[0]
-        while parent and parent not in paths and file_state(root, parent) is None:
-            missing.add(parent)
-            parent = parent.rsplit("/", 1)[0]
-    return sorted(missing, key=lambda p: (p.count("/"), p))
+        missing.update(missing_directories(root, path.rsplit("/", 1)[0]))
+    return sorted(missing - set(paths), key=lambda p: (p.count("/"), p))
 
 
 def _describe(path, state, secret):

@@ -111,7 +111,7 @@ import re
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _release
 from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import (
-    FileState, file_state, matching_files, put_state)
+    FileState, file_state, matching_files, missing_directories, put_state)
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, Step, refuse_if, run_module
 
 ARGUMENT_SPEC = dict(
@@ -145,11 +145,8 @@ def _on_disk(root, patterns):
 
 def _record_steps(root, store, record_path, text):
     """Steps that write the record, creating the store (0700) and its missing parents (0755) first."""
-    steps, missing, directory = [], [], store
-    while directory and file_state(root, directory) is None:
-        missing.insert(0, directory)
-        directory = directory.rsplit("/", 1)[0]
-    for path in missing:
+    steps = []
+    for path in missing_directories(root, store):
         mode = 0o700 if path == store else 0o755
         steps.append(Step("create %s" % path, lambda p=path, m=mode: put_state(root, p, FileState(None, m, 0, 0)),
                           lambda p=path: put_state(root, p, None)))

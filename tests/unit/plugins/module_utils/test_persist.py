@@ -51,3 +51,10 @@ def test_put_state_none_keeps_a_directory_that_is_not_empty(tmp_path):
 def test_replace_file_never_leaves_a_temporary_file(tmp_path):
     _persist.replace_file(str(tmp_path), "/a/b.conf", "v\n", 0o644)
     assert sorted(os.listdir(str(tmp_path / "a"))) == ["b.conf"]
+
+
+def test_missing_directories_are_listed_outermost_first(tmp_path):
+    (tmp_path / "var/lib").mkdir(parents=True)
+    missing = _persist.missing_directories(str(tmp_path), "/var/lib/cpuinfer/releases")
+    assert missing == ["/var/lib/cpuinfer", "/var/lib/cpuinfer/releases"]
+    assert _persist.missing_directories(str(tmp_path), "/var/lib") == []
