@@ -1,7 +1,7 @@
 """Concurrent streaming clients against local inference servers, interleaved, measured per stream.
 
 Runs where the servers run (the controller, or inside a lab VM against its own loopback), beside the
-health gate's stream_probe.py (standard library only, so a VM's python3 runs both as they are).
+host agent's stream_probe.py (standard library only, so a VM's python3 runs both as they are).
 
 Usage: python3 load.py CONFIG_JSON
 CONFIG: {"servers": {"LABEL": PORT, ...}, "clients": [1, 2, 4, 8], "rounds": 3, "tokens": 32, "api_key": ""}

@@ -2,6 +2,7 @@
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ if not _LINK.exists():
     _LINK.parent.mkdir(parents=True, exist_ok=True)
     os.symlink(REPO, _LINK)
 sys.path.insert(0, str(COLLECTIONS))
+sys.path.insert(0, str(REPO / "agent"))  # the host agent's package, for in-process tests
 
 from ansible.module_utils import basic  # noqa: E402  (after the path is set)
 from ansible.module_utils.testing import patch_module_args  # noqa: E402
@@ -62,3 +64,17 @@ def run_module(monkeypatch):
         raise AssertionError("module returned without exit_json or fail_json")
 
     return run
+
+
+@pytest.fixture(scope="session")
+def agent_venv(tmp_path_factory):
+    """The host agent as a host gets it: the wheel the host_agent_wheel lookup builds, installed offline
+    into a venv of its own with nothing else (no collection on its path); bin/ holds the entry points."""
+    from ansible_collections.cpuinfer.llm.plugins.lookup.host_agent_wheel import agent_wheel
+
+    wheel = agent_wheel(str(tmp_path_factory.mktemp("wheels")))
+    venv = tmp_path_factory.mktemp("agent") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet",
+                    "--no-index", "--no-deps", "--disable-pip-version-check", wheel["path"]], check=True)
+    return venv

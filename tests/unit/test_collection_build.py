@@ -9,11 +9,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 GALAXY = str(Path(sys.executable).with_name("ansible-galaxy"))
 # What a user of the collection gets, and nothing else: the code that runs (modules, helpers, filters,
-# roles, playbooks), the example inventory, the files the roles and AWX need, the docs, and the unit
+# roles, playbooks, the host agent's sources its lookup builds into a wheel), the example inventory, the files the roles and AWX need, the docs, and the unit
 # tests that run without the lab. The lab, molecule, scripts and benchmarks stay out whole.
-ALLOWED = ("MANIFEST.json", "FILES.json", "README.md", "meta/", "plugins/", "roles/", "playbooks/",
+ALLOWED = ("MANIFEST.json", "FILES.json", "README.md", "meta/", "plugins/", "roles/", "playbooks/", "agent/",
            "inventories/example/", "files/", "docs/", "changelogs/", "tests/unit/")
-ALLOWED_DIRECTORIES = ("meta", "plugins", "roles", "playbooks", "inventories", "inventories/example", "files",
+ALLOWED_DIRECTORIES = ("meta", "plugins", "roles", "playbooks", "agent", "inventories", "inventories/example", "files",
                        "docs", "changelogs", "tests", "tests/unit")
 
 
@@ -37,4 +37,12 @@ def test_build_and_install(tmp_path):
     assert "docs/benchmarks/isolation.md" in names and "inventories/example/hosts.yml" in names
     subprocess.run([GALAXY, "collection", "install", "-p", str(tmp_path / "installed"), str(tarball)],
                    check=True, capture_output=True, env=env)
-    assert (tmp_path / "installed/ansible_collections/cpuinfer/llm/plugins/modules/thp.py").exists()
+    installed = tmp_path / "installed/ansible_collections/cpuinfer/llm"
+    assert (installed / "plugins/modules/thp.py").exists()
+    # the installed collection builds the agent from its own files, as a user's controller does
+    build = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]);"
+                            "from ansible_collections.cpuinfer.llm.plugins.lookup.host_agent_wheel import agent_wheel;"
+                            "print(agent_wheel(sys.argv[2])['path'])", str(tmp_path / "installed"), str(tmp_path / "wheels")],
+                           capture_output=True, text=True, check=False)
+    assert build.returncode == 0, build.stderr
+    assert build.stdout.strip().startswith(str(tmp_path / "wheels"))

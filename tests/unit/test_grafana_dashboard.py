@@ -1,10 +1,9 @@
 """The shipped Grafana dashboard: importable shape, datasource as a variable, queries that parse and
 name only metrics the collection's exporter and governor really write."""
 
-import importlib.util
+import importlib
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -31,13 +30,7 @@ def emitted_names(tmp_path):
         names.add(family.name)
         if family.kind == "histogram":
             names.update(family.name + suffix for suffix in ("_bucket", "_sum", "_count"))
-    lib = tmp_path / "governor"
-    lib.mkdir()
-    shutil.copy(REPO / "roles" / "slo_governor" / "files" / "cpuinfer_slo_governor.py", lib)
-    shutil.copy(REPO / "roles" / "health_gate" / "files" / "stream_probe.py", lib)
-    spec = importlib.util.spec_from_file_location("governor", lib / "cpuinfer_slo_governor.py")
-    governor = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(governor)
+    governor = importlib.import_module("cpuinfer_agent.slo_governor")
 
     class Systemd:
         unit = "u.service"

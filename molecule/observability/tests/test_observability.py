@@ -44,6 +44,12 @@ def _value(text, prefix):
 def test_exporter_runs_hardened(host):
     assert host.service("cpuinfer-metrics.service").is_running
     with host.sudo():
+        pid = host.check_output("systemctl show --property MainPID --value cpuinfer-metrics.service")
+        argv = host.file("/proc/%s/cmdline" % pid).content_string.split("\0")
+    # the host agent's build: its venv's python running its entry point
+    assert argv[0].startswith("/opt/cpuinfer/agent/") and argv[0].endswith("/bin/python"), argv
+    assert argv[1] == argv[0][:-len("python")] + "cpuinfer-metrics", argv
+    with host.sudo():
         exposure = host.check_output("systemd-analyze security --no-pager cpuinfer-metrics.service | tail -1")
     # root (to own PSI trigger writes) with no capabilities but CAP_PERFMON; llama units score 1.0
     _keep("metrics-exposure.txt", exposure + "\n")
@@ -82,6 +88,10 @@ def test_memory_pressure_trigger_fires_for_the_squeezed_unit(host):
 
 
 def test_governor_raises_the_quota_and_logs_each_change(host):
+    with host.sudo():
+        pid = host.check_output("systemctl show --property MainPID --value cpuinfer-slo-governor@tiny-llama.service")
+        argv = host.file("/proc/%s/cmdline" % pid).content_string.split("\0")
+    assert argv[0].startswith("/opt/cpuinfer/agent/") and argv[1] == argv[0][:-len("python")] + "cpuinfer-slo-governor", argv
     log = "/var/log/cpuinfer/slo-governor-tiny-llama.jsonl"
     deadline = time.monotonic() + 300
     while True:

@@ -60,3 +60,32 @@ def test_host_facts_match_the_guest(host):
         assert facts["arch"] == "x86_64" and facts["platform"] in ("x86_64", "xeon")
         assert {"avx", "avx2", "fma", "f16c"} <= set(facts["isa"])  # qemu -cpu max under TCG
         assert facts["llama_build_class"] == "x86-avx2"
+
+
+AGENT_UNITS = ("cpuinfer-irq-affinity.service", "cpuinfer-metrics.service", "cpuinfer-slo-governor@*.service")
+
+
+def agent_daemons(host):
+    """{unit: argv} of every agent daemon systemd runs on the host now."""
+    with host.sudo():
+        listed = host.check_output("systemctl list-units --state=running --no-legend --plain %s" % " ".join(
+            "'%s'" % unit for unit in AGENT_UNITS))
+        daemons = {}
+        for unit in (line.split()[0] for line in listed.splitlines() if line.strip()):
+            pid = host.check_output("systemctl show --property MainPID --value %s" % unit)
+            daemons[unit] = host.file("/proc/%s/cmdline" % pid).content_string.rstrip("\0").split("\0")
+    return daemons
+
+
+def test_agent_daemons_run_from_the_agent_venv(host):
+    """Each agent daemon is the venv's python running the venv's entry point of one installed build."""
+    with host.sudo():
+        installed = host.check_output("find /opt/cpuinfer/agent -mindepth 2 -maxdepth 2 -name .cpuinfer-installed")
+    builds = {os.path.dirname(path) for path in installed.split()}
+    daemons = agent_daemons(host)
+    if os.environ.get("MOLECULE_SCENARIO_NAME") == "default":  # 2 vCPUs: a real split, so the IRQ keeper runs
+        assert "cpuinfer-irq-affinity.service" in daemons
+    for unit, argv in daemons.items():
+        build = os.path.dirname(os.path.dirname(argv[0]))
+        assert build in builds, (unit, argv, builds)
+        assert argv[0] == build + "/bin/python" and argv[1].startswith(build + "/bin/cpuinfer-"), (unit, argv)

@@ -1,11 +1,11 @@
 """Measure one streamed completion against a local llama.cpp server: tokens/s and inter-token
 latency percentiles. Standard library only, so it runs with the host's own python3.
 
-Usage: python3 stream_probe.py PORT MAX_TOKENS [API_KEY]
+Usage: cpuinfer-stream-probe PORT MAX_TOKENS [API_KEY]
 Prints JSON {"tokens", "first_token_ms", "total_ms", "tokens_per_second", "decode_tokens_per_second",
 "p50_ms", "p99_ms", "gaps_ms"}.
 
-Usage: python3 stream_probe.py --active MAX_TOKENS WAIT_S
+Usage: cpuinfer-stream-probe --active MAX_TOKENS WAIT_S
 Measures every instance that runs on this host now (each active cpuinfer-llama-NAME.service, its
 port read from its command line, its API key from /etc/cpuinfer/llama-server/NAME.key where that
 exists, else $LLAMA_SERVER_API_KEY); an instance that does not answer yet is retried for WAIT_S
@@ -132,15 +132,16 @@ def measure_when_ready(port, max_tokens, api_key, wait_s):
             time.sleep(0.5)
 
 
-def main():
-    if sys.argv[1] == "--active":
-        max_tokens, wait_s = int(sys.argv[2]), float(sys.argv[3])
+def main(argv=None):
+    argv = sys.argv if argv is None else argv
+    if argv[1] == "--active":
+        max_tokens, wait_s = int(argv[2]), float(argv[3])
         print(json.dumps(dict((name, measure_when_ready(port, max_tokens, api_key_of(name), wait_s))
                               for name, port in sorted(active_instances().items()))))
         return
-    api_key = sys.argv[3] if len(sys.argv) > 3 else ""
-    print(json.dumps(measure(int(sys.argv[1]), int(sys.argv[2]), api_key)))
+    api_key = argv[3] if len(argv) > 3 else ""
+    print(json.dumps(measure(int(argv[1]), int(argv[2]), api_key)))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,6 +1,6 @@
 """Wait until a llama_server instance is ready; give up early on a crash loop.
 
-Usage: python3 wait_ready.py UNIT PORT TIMEOUT_SECONDS [health|completion]   (API key in LLAMA_SERVER_API_KEY)
+Usage: cpuinfer-wait-ready UNIT PORT TIMEOUT_SECONDS [health|completion]   (API key in LLAMA_SERVER_API_KEY)
 health: GET /health answers 200 (llama-server: 503 while the model loads). completion (the default,
 for the Python server, which has no health endpoint): a 1-token completion answers.
 Exit 0 when ready; 1 with the reason and the unit's last log lines when the unit restarts again and
@@ -54,9 +54,10 @@ def journal_tail(unit):
                           capture_output=True, text=True, check=False).stdout
 
 
-def main():
-    unit, port, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-    ready = healthy if (sys.argv[4] if len(sys.argv) > 4 else "completion") == "health" else answers
+def main(argv=None):
+    argv = sys.argv if argv is None else argv
+    unit, port, timeout = argv[1], int(argv[2]), float(argv[3])
+    ready = healthy if (argv[4] if len(argv) > 4 else "completion") == "health" else answers
     api_key = os.environ.get("LLAMA_SERVER_API_KEY", "")
     deadline = time.monotonic() + timeout
     first_restarts = int(unit_state(unit).get("NRestarts", "0"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-PROBE = Path(__file__).resolve().parents[3] / "roles" / "health_gate" / "files" / "stream_probe.py"
+PROBE = Path(__file__).resolve().parents[3] / "agent" / "cpuinfer_agent" / "stream_probe.py"
 GAP_S = 0.05
 
 

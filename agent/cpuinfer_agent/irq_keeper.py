@@ -7,61 +7,40 @@ once, then every IRQ that may run outside CPULIST is confined to it, at start an
 An IRQ already within CPULIST is left alone (irqbalance may spread IRQs over those CPUs). IRQs the
 kernel does not let anyone move (EIO/EINVAL) are skipped, as the module does.
 
-It runs with the host's python3, without the collection installed, hence its own small CPU-list and
-mask code (a unit test pins both to the collection's helpers).
-Usage: irq_affinity_keeper.py CPULIST [--every SECONDS]
+The CPU list, the mask and the procfs access are the collection's own helpers (_cpulist, _irq), the
+same code the module runs at converge.
+Usage: cpuinfer-irq-keeper CPULIST [--every SECONDS]
 """
 
 import argparse
-import errno
-import os
 import sys
 import time
 
-UNMOVABLE = (errno.EIO, errno.EINVAL)
-
-
-def cpus_of(cpulist):
-    cpus = set()
-    for part in cpulist.strip().split(","):
-        if part:
-            low, dummy_dash, high = part.partition("-")
-            cpus.update(range(int(low), int(high or low) + 1))
-    return cpus
-
-
-def mask_of(cpus):
-    """The kernel's bitmap format: 32-bit hex words, most significant first, comma-separated."""
-    value = sum(1 << cpu for cpu in cpus)
-    words = max(cpus) // 32 + 1
-    return ",".join("%08x" % (value >> (32 * i) & 0xFFFFFFFF) for i in reversed(range(words)))
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _cpulist, _irq
+from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import KnobError, knob_exists, write_knob
 
 
 def set_default(root, cpus):
-    with open(os.path.join(root, "proc/irq/default_smp_affinity"), "w", encoding="ascii") as handle:
-        handle.write(mask_of(cpus))
+    write_knob(root, _irq.DEFAULT_MASK, _irq.format_mask(cpus, max(cpus) + 1))
 
 
 def confine(root, cpus, cpulist):
     """One pass: every movable IRQ that may run outside cpus is set to cpulist. -> (moved, unmovable)"""
     moved, unmovable = [], []
-    base = os.path.join(root, "proc/irq")
-    for name in sorted((n for n in os.listdir(base) if n.isdigit()), key=int):
-        path = os.path.join(base, name, "smp_affinity_list")
+    for irq in _irq.irqs(root):
+        relative = _irq.affinity_relative(irq)
         try:
-            with open(path, encoding="ascii") as handle:
-                if cpus_of(handle.read()) <= cpus:
-                    continue
-            with open(path, "w", encoding="ascii") as handle:
-                handle.write(cpulist)
-        except FileNotFoundError:
-            continue  # the IRQ was freed between listing and reading
-        except OSError as exc:
-            if exc.errno not in UNMOVABLE:
+            if _irq.read_affinity(root, irq) <= cpus:
+                continue
+            write_knob(root, relative, cpulist)
+        except KnobError as exc:
+            if not knob_exists(root, relative):
+                continue  # the IRQ was freed between listing and reading
+            if not _irq.is_unmovable(exc):
                 raise
-            unmovable.append(int(name))
+            unmovable.append(irq)
             continue
-        moved.append(int(name))
+        moved.append(irq)
     return moved, unmovable
 
 
@@ -70,7 +49,7 @@ def main(argv=None, root="/"):
     parser.add_argument("cpulist")
     parser.add_argument("--every", type=float, default=0, help="seconds between passes; 0: one pass")
     args = parser.parse_args(argv)
-    cpus = cpus_of(args.cpulist)
+    cpus = _cpulist.parse_cpulist(args.cpulist)
     # the default first: an IRQ allocated from here on starts on the right CPUs, unless its driver
     # sets its own affinity, which the passes below catch
     set_default(root, cpus)

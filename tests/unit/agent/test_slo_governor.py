@@ -1,7 +1,6 @@
 """The SLO governor's rule, its hysteresis and pacing, dry-run, and the quota parsing."""
 
-import importlib.util
-import shutil
+import importlib
 import subprocess
 from pathlib import Path
 
@@ -12,14 +11,8 @@ PROMTOOL = REPO / ".build" / "tools" / "promtool"
 
 
 @pytest.fixture(scope="module")
-def gov(tmp_path_factory):
-    lib = tmp_path_factory.mktemp("lib")
-    shutil.copy(REPO / "roles" / "slo_governor" / "files" / "cpuinfer_slo_governor.py", lib)
-    shutil.copy(REPO / "roles" / "health_gate" / "files" / "stream_probe.py", lib)
-    spec = importlib.util.spec_from_file_location("cpuinfer_slo_governor", lib / "cpuinfer_slo_governor.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def gov():
+    return importlib.import_module("cpuinfer_agent.slo_governor")
 
 
 @pytest.mark.parametrize("p99, quota, expected", [

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-WAIT = Path(__file__).resolve().parents[3] / "roles" / "llama_server" / "files" / "wait_ready.py"
+WAIT = Path(__file__).resolve().parents[3] / "agent" / "cpuinfer_agent" / "wait_ready.py"
 
 
 class Completion(http.server.BaseHTTPRequestHandler):

@@ -6,7 +6,7 @@ file atomically. Between writes it waits on PSI memory triggers ("some STALL WIN
 unit's memory.pressure), so every pressure event is logged and counted, not sampled. A probe thread
 streams a short completion now and then for tokens/s and the inter-token latency histogram.
 
-Usage: cpuinfer_metrics.py CONFIG_JSON [--once]   (--once: one collection to stdout, no triggers)
+Usage: cpuinfer-metrics CONFIG_JSON [--once]   (--once: one collection to stdout, no triggers)
 """
 
 import json
@@ -19,11 +19,9 @@ import time
 import urllib.error
 import urllib.request
 
-# The collection's helpers are installed beside this file, under their collection path.
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _metrics, _perf  # noqa: E402
-import stream_probe  # noqa: E402
+# The agent's wheel carries the collection's kernel helpers under their collection path.
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _metrics, _perf
+from cpuinfer_agent import stream_probe
 
 LOG = logging.getLogger("cpuinfer-metrics")
 
@@ -176,7 +174,8 @@ def wait_for_pressure(root, units, seconds):
                      pressure.get("full", {}).get("avg10"))
 
 
-def main(argv):
+def main(argv=None):
+    argv = sys.argv if argv is None else argv
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     with open(argv[1], encoding="utf-8") as handle:
         config = json.load(handle)
@@ -200,4 +199,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main())

@@ -8,7 +8,7 @@ sooner than the minimum interval. Every change (or, in dry-run, every change it 
 logged with before, after and the reason: to the journal and as a JSON line to the decision log.
 The latency comes from the governor's own probe: a short streamed completion on 127.0.0.1.
 
-Usage: cpuinfer_slo_governor.py CONFIG_JSON
+Usage: cpuinfer-slo-governor CONFIG_JSON
 """
 
 import collections
@@ -21,9 +21,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import stream_probe  # noqa: E402
+from cpuinfer_agent import stream_probe
 
 LOG = logging.getLogger("cpuinfer-slo-governor")
 RAISE_ABOVE, LOWER_BELOW = 1.2, 0.8
@@ -157,11 +155,12 @@ def run(config):
         time.sleep(config["probe_interval_seconds"])
 
 
-def main(argv):
+def main(argv=None):
+    argv = sys.argv if argv is None else argv
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     with open(argv[1], encoding="utf-8") as handle:
         run(json.load(handle))
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    sys.exit(main())

@@ -1,15 +1,13 @@
-"""The metrics role's exporter: one-shot output, pressure events, atomic writes."""
+"""The agent's metrics exporter: one-shot output (run as installed from the wheel), pressure events, atomic writes."""
 
-import importlib.util
+import importlib
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tests" / "unit"))
@@ -18,16 +16,6 @@ from kernel_tree import write_tree  # noqa: E402
 UNIT = "cpuinfer-llama-x.service"
 GROUP = "/sys/fs/cgroup/cpuinfer-inference.slice/" + UNIT
 PROMTOOL = REPO / ".build" / "tools" / "promtool"
-
-
-@pytest.fixture
-def installed(tmp_path):
-    """The exporter laid out as the role installs it: the daemon with the probe beside it."""
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    shutil.copy(REPO / "roles" / "metrics" / "files" / "cpuinfer_metrics.py", lib)
-    shutil.copy(REPO / "roles" / "health_gate" / "files" / "stream_probe.py", lib)
-    return lib
 
 
 def fake_host(root):
@@ -42,15 +30,16 @@ def fake_host(root):
     })
 
 
-def test_once_prints_metrics_promtool_accepts(tmp_path, installed):
+def test_once_prints_metrics_promtool_accepts(tmp_path, agent_venv):
     fake_host(tmp_path / "root")
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"root": str(tmp_path / "root"), "units": [{"unit": UNIT, "port": 1}],
                                   "textfile": str(tmp_path / "out.prom"), "interval_seconds": 1,
                                   "pressure_trigger": {"stall_us": 150000, "window_us": 1000000},
                                   "perf_counters": False, "probe": {"interval_seconds": 0, "tokens": 4}}))
-    env = dict(os.environ, PYTHONPATH=str(REPO / ".build" / "collections"))
-    out = subprocess.run([sys.executable, str(installed / "cpuinfer_metrics.py"), str(config), "--once"], env=env,
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)  # the helpers must come from the wheel
+    out = subprocess.run([str(agent_venv / "bin" / "cpuinfer-metrics"), str(config), "--once"], env=env,
                          capture_output=True, text=True, check=True, timeout=30).stdout
     assert 'cpuinfer_unit_memory_current_bytes{unit="%s"} 4096' % UNIT in out
     assert 'cpuinfer_unit_perf_counters_available{reason="disabled (metrics_perf_counters)",unit="%s"} 0' % UNIT in out
@@ -61,16 +50,12 @@ def test_once_prints_metrics_promtool_accepts(tmp_path, installed):
         assert check.returncode == 0, check.stdout + check.stderr
 
 
-def load(installed, monkeypatch):
-    monkeypatch.syspath_prepend(str(REPO / ".build" / "collections"))
-    spec = importlib.util.spec_from_file_location("cpuinfer_metrics", installed / "cpuinfer_metrics.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def load():
+    return importlib.import_module("cpuinfer_agent.metrics")
 
 
-def test_pressure_events_are_counted(tmp_path, installed, monkeypatch):
-    exporter = load(installed, monkeypatch)
+def test_pressure_events_are_counted(tmp_path, monkeypatch):
+    exporter = load()
     fake_host(tmp_path)
     unit = exporter.Unit({"unit": UNIT})
     unit.group = GROUP[len("/sys/fs/cgroup/"):]
@@ -84,8 +69,8 @@ def test_pressure_events_are_counted(tmp_path, installed, monkeypatch):
     watched.close()
 
 
-def test_textfile_is_replaced_whole(tmp_path, installed, monkeypatch):
-    exporter = load(installed, monkeypatch)
+def test_textfile_is_replaced_whole(tmp_path, monkeypatch):
+    exporter = load()
     (tmp_path / "textfiles").mkdir()
     target = tmp_path / "textfiles" / "cpuinfer.prom"
     target.write_text("old\n")
@@ -104,7 +89,7 @@ llamacpp:requests_processing 2
 """
 
 
-def test_engine_metrics_are_scraped_renamed_and_labelled(tmp_path, installed, monkeypatch):
+def test_engine_metrics_are_scraped_renamed_and_labelled(tmp_path, monkeypatch):
     import http.server
     import threading
 
@@ -120,7 +105,7 @@ def test_engine_metrics_are_scraped_renamed_and_labelled(tmp_path, installed, mo
 
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Metrics)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    exporter = load(installed, monkeypatch)
+    exporter = load()
     fake_host(tmp_path)
     units = [exporter.Unit({"unit": UNIT, "port": httpd.server_address[1], "engine": "llama-server"}),
              exporter.Unit({"unit": "cpuinfer-llama-py.service", "port": 1, "engine": "llama-cpp-python"})]

@@ -1,0 +1,84 @@
+"""The host agent's wheel: what it carries, named by its sources, built once, the same bytes twice,
+and installed in a venv of its own its programs import everything they need from it."""
+
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.cpuinfer.llm.plugins.lookup import host_agent_wheel as lookup
+
+REPO = Path(__file__).resolve().parents[4]
+PROGRAMS = ["cpuinfer-irq-keeper", "cpuinfer-metrics", "cpuinfer-slo-governor", "cpuinfer-stream-probe",
+            "cpuinfer-wait-ready"]
+
+
+@pytest.fixture
+def sources(tmp_path):
+    """A copy of the agent and the helpers, free to change."""
+    shutil.copytree(REPO / "agent", tmp_path / "agent", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "plugins" / "module_utils", tmp_path / "module_utils",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return str(tmp_path / "agent"), str(tmp_path / "module_utils")
+
+
+def test_the_wheel_carries_the_agent_and_exactly_the_helpers_it_imports(tmp_path):
+    wheel = lookup.agent_wheel(str(tmp_path / "cache"))
+    names = zipfile.ZipFile(wheel["path"]).namelist()
+    helpers = sorted(Path(n).name for n in names if n.startswith(lookup.HELPER_TARGET.replace("\\", "/")))
+    assert helpers == wheel["helpers"]
+    assert {"_irq.py", "_cpulist.py", "_cgroupfs.py", "_metrics.py", "_knobs.py"} <= set(helpers)
+    assert "_runner.py" not in helpers and "_cgroup_plan.py" not in helpers  # module-only helpers stay out
+    for helper in helpers:
+        assert zipfile.ZipFile(wheel["path"]).read(lookup.HELPER_TARGET + "/" + helper) == \
+            (REPO / "plugins" / "module_utils" / helper).read_bytes()
+    entry_points = zipfile.ZipFile(wheel["path"]).read("cpuinfer_agent-1.0.0.dist-info/entry_points.txt").decode()
+    assert all(program + " = cpuinfer_agent." in entry_points for program in PROGRAMS)
+
+
+def test_same_sources_same_wheel_without_a_rebuild_and_the_same_bytes_elsewhere(tmp_path, sources):
+    first = lookup.agent_wheel(str(tmp_path / "a"), *sources)
+    built_at = Path(first["path"]).stat().st_mtime_ns
+    assert lookup.agent_wheel(str(tmp_path / "a"), *sources) == first
+    assert Path(first["path"]).stat().st_mtime_ns == built_at
+    elsewhere = lookup.agent_wheel(str(tmp_path / "b"), *sources)
+    assert Path(elsewhere["path"]).read_bytes() == Path(first["path"]).read_bytes()
+
+
+def test_a_changed_helper_or_program_makes_a_new_build(tmp_path, sources):
+    agent, helpers = sources
+    before = lookup.agent_wheel(str(tmp_path / "c"), agent, helpers)["digest"]
+    with open(Path(helpers) / "_cpulist.py", "a", encoding="utf-8") as handle:
+        handle.write("\n# changed\n")
+    after_helper = lookup.agent_wheel(str(tmp_path / "c"), agent, helpers)["digest"]
+    with open(Path(agent) / "cpuinfer_agent" / "wait_ready.py", "a", encoding="utf-8") as handle:
+        handle.write("\n# changed\n")
+    after_program = lookup.agent_wheel(str(tmp_path / "c"), agent, helpers)["digest"]
+    assert len({before, after_helper, after_program}) == 3
+    # a helper the agent does not import changes nothing
+    with open(Path(helpers) / "_cgroup_plan.py", "a", encoding="utf-8") as handle:
+        handle.write("\n# changed\n")
+    assert lookup.agent_wheel(str(tmp_path / "c"), agent, helpers)["digest"] == after_program
+
+
+def test_an_import_the_collection_cannot_satisfy_is_named(tmp_path, sources):
+    agent, helpers = sources
+    with open(Path(agent) / "cpuinfer_agent" / "metrics.py", "a", encoding="utf-8") as handle:
+        handle.write("\nfrom ansible_collections.cpuinfer.llm.plugins.module_utils import _nothing_here\n")
+    with pytest.raises(lookup.AnsibleLookupError, match="_nothing_here"):
+        lookup.agent_wheel(str(tmp_path / "d"), agent, helpers)
+
+
+def test_installed_alone_every_program_imports_from_its_own_venv(agent_venv):
+    for program in PROGRAMS:
+        assert (agent_venv / "bin" / program).exists(), program
+    modules = "metrics slo_governor irq_keeper stream_probe wait_ready".split()
+    # -I: no user site, no PYTHONPATH, no current directory: only the venv's own packages
+    check = subprocess.run([str(agent_venv / "bin" / "python"), "-I", "-c",
+                            "import importlib, sys; [importlib.import_module('cpuinfer_agent.' + m) for m in sys.argv[1:]];"
+                            "import cpuinfer_agent; print(cpuinfer_agent.__file__)"] + modules,
+                           capture_output=True, text=True, check=False, cwd="/")
+    assert check.returncode == 0, check.stderr
+    assert check.stdout.startswith(str(agent_venv))
