@@ -9,7 +9,8 @@ import os
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_signed_decimal
 from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
-from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_exists, knob_path, read_knob
+from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import (
+    knob_exists, knob_path, make_knob_directory, read_knob, remove_knob_directory)
 
 __metaclass__ = type
 
@@ -100,17 +101,11 @@ def child_groups(root, group):
 
 
 def make_group(root, group):
-    try:
-        os.mkdir(knob_path(root, group_relative(group)))
-    except OSError as exc:
-        raise CgroupError("cannot create %s: %s" % (group, os.strerror(exc.errno)))
+    make_knob_directory(root, group_relative(group), CgroupError, group)
 
 
 def remove_group(root, group):
-    try:
-        os.rmdir(knob_path(root, group_relative(group)))
-    except OSError as exc:
-        raise CgroupError("cannot remove %s: %s" % (group, os.strerror(exc.errno)))
+    remove_knob_directory(root, group_relative(group), CgroupError, group)
 
 
 def is_delegated(root, group):

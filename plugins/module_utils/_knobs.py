@@ -49,6 +49,22 @@ def knob_exists(root, relative):
     return os.path.exists(knob_path(root, relative))
 
 
+def make_knob_directory(root, relative, error, what):
+    """mkdir below root (a cgroup, a resctrl group: the kernel fills it); a refusal raises error naming what."""
+    try:
+        os.mkdir(knob_path(root, relative))
+    except OSError as exc:
+        raise error("cannot create %s: %s" % (what, os.strerror(exc.errno)))
+
+
+def remove_knob_directory(root, relative, error, what):
+    """rmdir below root; a refusal (busy, not empty) raises error naming what."""
+    try:
+        os.rmdir(knob_path(root, relative))
+    except OSError as exc:
+        raise error("cannot remove %s: %s" % (what, os.strerror(exc.errno)))
+
+
 def write_knob(root, relative, value):
     """Write one value the way the kernel expects it: a single write() of the whole string."""
     path = knob_path(root, relative)

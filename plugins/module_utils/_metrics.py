@@ -73,35 +73,32 @@ def _limit(text):
 class UnitMetrics:
     """The families for every unit; collect() adds one unit's readings to them."""
 
-    def __init__(self):
-        def family(name, kind, help_text):
-            return Family(PREFIX + name, kind, help_text)
+    # attribute, metric name (after the prefix), kind, help: one family per line
+    FAMILIES = """
+pressure_ratio pressure_avg_ratio gauge PSI: share of time tasks of the unit stalled on the resource, averaged over the window.
+pressure_seconds pressure_stalled_seconds_total counter PSI: total time tasks of the unit stalled on the resource.
+cpu_usage cpu_usage_seconds_total counter CPU time used by the unit (cpu.stat usage_usec).
+cpu_periods cpu_periods_total counter Enforcement periods of the unit's CPU quota.
+cpu_throttled_periods cpu_throttled_periods_total counter Periods in which the unit was throttled by its CPU quota.
+cpu_throttled cpu_throttled_seconds_total counter Time the unit spent throttled.
+memory_current memory_current_bytes gauge Memory charged to the unit.
+memory_high memory_high_bytes gauge The unit's memory.high (+Inf: no limit).
+memory_max memory_max_bytes gauge The unit's memory.max (+Inf: no limit).
+memory_events memory_events_total counter memory.events of the unit, by event.
+run_delay run_delay_seconds gauge Time the unit's live threads waited runnable for a CPU (schedstat), summed.
+threads threads gauge Threads of the unit's processes.
+llc_occupancy llc_occupancy_bytes gauge resctrl: last-level cache the unit occupies.
+mbm_bytes memory_bandwidth_bytes_total counter resctrl: bytes moved to and from memory by the unit, by scope.
+perf_available perf_counters_available gauge 1 when hardware counters of the unit can be read, 0 when not (see reason).
+instructions instructions_total counter Instructions retired by the unit's tasks.
+cache_misses cache_misses_total counter Cache misses of the unit's tasks.
+pressure_events memory_pressure_events_total counter PSI trigger events: memory stalls above the configured threshold in a window.
+"""
 
-        self.pressure_ratio = family("pressure_avg_ratio", "gauge",
-                                     "PSI: share of time tasks of the unit stalled on the resource, averaged over the window.")
-        self.pressure_seconds = family("pressure_stalled_seconds_total", "counter",
-                                       "PSI: total time tasks of the unit stalled on the resource.")
-        self.cpu_usage = family("cpu_usage_seconds_total", "counter", "CPU time used by the unit (cpu.stat usage_usec).")
-        self.cpu_periods = family("cpu_periods_total", "counter", "Enforcement periods of the unit's CPU quota.")
-        self.cpu_throttled_periods = family("cpu_throttled_periods_total", "counter",
-                                            "Periods in which the unit was throttled by its CPU quota.")
-        self.cpu_throttled = family("cpu_throttled_seconds_total", "counter", "Time the unit spent throttled.")
-        self.memory_current = family("memory_current_bytes", "gauge", "Memory charged to the unit.")
-        self.memory_high = family("memory_high_bytes", "gauge", "The unit's memory.high (+Inf: no limit).")
-        self.memory_max = family("memory_max_bytes", "gauge", "The unit's memory.max (+Inf: no limit).")
-        self.memory_events = family("memory_events_total", "counter", "memory.events of the unit, by event.")
-        self.run_delay = family("run_delay_seconds", "gauge",
-                                "Time the unit's live threads waited runnable for a CPU (schedstat), summed.")
-        self.threads = family("threads", "gauge", "Threads of the unit's processes.")
-        self.llc_occupancy = family("llc_occupancy_bytes", "gauge", "resctrl: last-level cache the unit occupies.")
-        self.mbm_bytes = family("memory_bandwidth_bytes_total", "counter",
-                                "resctrl: bytes moved to and from memory by the unit, by scope.")
-        self.perf_available = family("perf_counters_available", "gauge",
-                                     "1 when hardware counters of the unit can be read, 0 when not (see reason).")
-        self.instructions = family("instructions_total", "counter", "Instructions retired by the unit's tasks.")
-        self.cache_misses = family("cache_misses_total", "counter", "Cache misses of the unit's tasks.")
-        self.pressure_events = family("memory_pressure_events_total", "counter",
-                                      "PSI trigger events: memory stalls above the configured threshold in a window.")
+    def __init__(self):
+        for line in self.FAMILIES.strip().splitlines():
+            attribute, name, kind, help_text = line.split(" ", 3)
+            setattr(self, attribute, Family(PREFIX + name, kind, help_text))
 
     def families(self):
         return [value for value in vars(self).values() if isinstance(value, Family)]

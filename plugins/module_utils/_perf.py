@@ -19,8 +19,8 @@ import platform
 import struct
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
-from ansible_collections.cpuinfer.llm.plugins.module_utils import _cpulist
-from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_path, read_knob
+from ansible_collections.cpuinfer.llm.plugins.module_utils._topology import online_cpus
+from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_path
 
 __metaclass__ = type
 
@@ -74,7 +74,7 @@ class CgroupCounters:
         self.fds = {}
 
     def open(self):
-        cpus = _cpulist.parse_cpulist(read_knob(self.root, "/sys/devices/system/cpu/online"))
+        cpus = online_cpus(self.root)
         group_fd = os.open(knob_path(self.root, "/sys/fs/cgroup/" + self.group), os.O_RDONLY | os.O_DIRECTORY)
         try:
             for event in self.events:

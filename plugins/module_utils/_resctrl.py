@@ -10,7 +10,8 @@ import os
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_decimal, is_signed_decimal
 from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
-from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_exists, knob_path, read_knob
+from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import (
+    knob_exists, knob_path, make_knob_directory, read_knob, remove_knob_directory)
 
 __metaclass__ = type
 
@@ -151,15 +152,9 @@ class Lock:
 
 
 def make_group(root, name):
-    try:
-        os.mkdir(knob_path(root, group_relative(name)))
-    except OSError as exc:
-        raise ResctrlError("cannot create resctrl group %s: %s" % (name, os.strerror(exc.errno)))
+    make_knob_directory(root, group_relative(name), ResctrlError, "resctrl group " + name)
 
 
 def remove_group(root, name):
     """The kernel moves the group's tasks back to the default group (or the parent)."""
-    try:
-        os.rmdir(knob_path(root, group_relative(name)))
-    except OSError as exc:
-        raise ResctrlError("cannot remove resctrl group %s: %s" % (name, os.strerror(exc.errno)))
+    remove_knob_directory(root, group_relative(name), ResctrlError, "resctrl group " + name)

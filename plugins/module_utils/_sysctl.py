@@ -31,6 +31,15 @@ def sysctl_path(key):
     return "/proc/sys/" + key.replace(".", "/")
 
 
+def sysctl_key(path):
+    """'/proc/sys/kernel/numa_balancing' -> 'kernel.numa_balancing' (the inverse of sysctl_path)."""
+    prefix = "/proc/sys/"
+    key = path[len(prefix):].replace("/", ".") if path.startswith(prefix) else ""
+    if not _KEY.match(key):
+        raise SysctlError("not a sysctl path: %r" % path)
+    return key
+
+
 def read_int(root, key):
     path = sysctl_path(key)
     if not knob_exists(root, path):

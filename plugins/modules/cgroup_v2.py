@@ -178,25 +178,17 @@ ARGUMENT_SPEC = dict(
     state=dict(type="str", choices=["present", "absent"], default="present"),
     require_delegation=dict(type="bool", default=True),
     controllers=dict(type="list", elements="str", choices=["cpu", "cpuset", "io", "memory", "pids", "hugetlb", "rdma", "misc"]),
-    cpu_weight=dict(type="int"),
-    cpu_idle=dict(type="bool"),
-    cpu_max=dict(type="str"),
-    memory_min=dict(type="str"),
-    memory_low=dict(type="str"),
-    memory_high=dict(type="str"),
-    memory_max=dict(type="str"),
-    memory_swap_max=dict(type="str"),
-    memory_oom_group=dict(type="bool"),
-    io_weight=dict(type="dict"),
-    io_max=dict(type="dict"),
-    cpuset_cpus=dict(type="str"),
-    cpuset_mems=dict(type="str"),
     cpuset_partition=dict(type="str", choices=["member", "root", "isolated"]),
-    pids_max=dict(type="str"),
     procs=dict(type="list", elements="int"),
     allow_system_processes=dict(type="bool", default=False),
     root=dict(type="path", default="/"),
 )
+# the interface files given as text (sizes, "max", CPU lists), as whole numbers, as on/off, as per-device maps
+ARGUMENT_SPEC.update((name, dict(type="str")) for name in (
+    "cpu_max", "memory_min", "memory_low", "memory_high", "memory_max", "memory_swap_max", "cpuset_cpus",
+    "cpuset_mems", "pids_max"))
+ARGUMENT_SPEC.update(cpu_weight=dict(type="int"), cpu_idle=dict(type="bool"), memory_oom_group=dict(type="bool"),
+                     io_weight=dict(type="dict"), io_max=dict(type="dict"))
 NOT_DELEGATED = (
     "%s is not below a unit started with Delegate=yes: systemd owns that part of the tree and would "
     "undo these writes. Create the groups below a delegated unit, or set the unit's own limits with "

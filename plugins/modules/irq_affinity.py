@@ -93,7 +93,7 @@ unpredicted:
 
 import os
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils import _cpulist, _irq, _knobs
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _cpulist, _irq, _knobs, _topology
 from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import MANAGED_HEADER, read_file
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import (
     Refused,
@@ -122,7 +122,7 @@ def read_state(root):
 
 
 def wanted_cpus(root, text):
-    online = _cpulist.parse_cpulist(_knobs.read_knob(root, "/sys/devices/system/cpu/online"))
+    online = _topology.online_cpus(root)
     wanted = _cpulist.parse_cpulist(text)
     if not wanted:
         raise Refused("cpus is empty: every IRQ needs at least one CPU; nothing written")

@@ -30,7 +30,7 @@ options:
     elements: dict
     default: []
     suboptions:
-      path:
+      path: &path
         description: Absolute path.
         type: str
         required: true
@@ -38,11 +38,11 @@ options:
         description: Permission bits, octal text.
         type: str
         default: "0755"
-      owner:
+      owner: &owner
         description: Owner's user name.
         type: str
         default: root
-      group:
+      group: &group
         description: Group name.
         type: str
         default: root
@@ -52,10 +52,7 @@ options:
     elements: dict
     default: []
     suboptions:
-      path:
-        description: Absolute path.
-        type: str
-        required: true
+      path: *path
       content:
         description: The whole text of the file.
         type: str
@@ -64,14 +61,8 @@ options:
         description: Permission bits, octal text.
         type: str
         default: "0644"
-      owner:
-        description: Owner's user name.
-        type: str
-        default: root
-      group:
-        description: Group name.
-        type: str
-        default: root
+      owner: *owner
+      group: *group
       secret:
         description: The content is a secret; the diff shows its size, not its text.
         type: bool
@@ -217,10 +208,8 @@ def converge(module, journal):
         after_text, after_header = _describe(path, after, path in secrets)
         diffs.append(dict(before=before_text, after=after_text, before_header=before_header, after_header=after_header))
     journal.apply(steps)
-    result = dict(changed=bool(steps), changed_paths=changed_paths)
-    if module._diff:
-        result["diff"] = diffs
-    return result
+    shown = dict(diff=diffs) if module._diff else {}
+    return dict(changed=bool(steps), changed_paths=changed_paths, **shown)
 
 
 def main():

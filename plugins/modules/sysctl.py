@@ -37,6 +37,7 @@ options:
     default: skip
 extends_documentation_fragment:
   - cpuinfer.llm.kernel
+  - cpuinfer.llm.kernel.persistent
 """
 
 EXAMPLES = r"""
@@ -45,6 +46,12 @@ EXAMPLES = r"""
     values:
       kernel.sched_rt_runtime_us: 950000
       kernel.numa_balancing: 0
+
+- name: Put values back in the running kernel only (a revert; the drop-in is removed separately)
+  cpuinfer.llm.sysctl:
+    values:
+      kernel.numa_balancing: 1
+    persistent: false
 """
 
 RETURN = r"""
@@ -66,21 +73,14 @@ missing:
   sample: [kernel.numa_balancing]
 persistent_file:
   description: The drop-in.
-  returned: always
+  returned: when O(persistent=true)
   type: str
   sample: /etc/sysctl.d/90-cpuinfer-tuning.conf
 """
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_exists, read_knob
 from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import MANAGED_HEADER, applied_at_boot_warning, read_file
-from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import (
-    Refused,
-    file_step,
-    knob_step,
-    refuse_if,
-    render_values,
-    run_module,
-)
+from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, file_step, knob_step, refuse_if, render_values, run_module
 from ansible_collections.cpuinfer.llm.plugins.module_utils._sysctl import SysctlError, render_dropin, sysctl_path
 
 OWNED_ELSEWHERE = {"kernel.perf_event_paranoid": "cpuinfer.llm.perf_paranoid"}
@@ -89,6 +89,7 @@ ARGUMENT_SPEC = dict(
     values=dict(type="dict", required=True),
     dropin=dict(type="path", default="/etc/sysctl.d/90-cpuinfer-tuning.conf"),
     missing=dict(type="str", choices=["skip", "fail"], default="skip"),
+    persistent=dict(type="bool", default=True),
     root=dict(type="path", default="/"),
 )
 
@@ -131,23 +132,27 @@ def converge(module, journal):
 
     steps = [knob_step(root, sysctl_path(key), value, before[key]) for key, value in sorted(present.items())
              if before[key] != value]
-    dropin_before = read_file(root, params["dropin"])
-    notes = ["not in this kernel, left out: %s" % ", ".join(missing)] if missing else []
-    dropin_after = render_dropin(MANAGED_HEADER.format(module="cpuinfer.llm.sysctl"), present, notes)
-    if dropin_after != dropin_before:
-        steps.append(file_step(root, params["dropin"], dropin_after, dropin_before))
-    warning = applied_at_boot_warning(root, params["dropin"], "systemd-sysctl")
-    if warning:
-        module.warn(warning)
+    dropin_before = dropin_after = read_file(root, params["dropin"])
+    if params["persistent"]:
+        notes = ["not in this kernel, left out: %s" % ", ".join(missing)] if missing else []
+        dropin_after = render_dropin(MANAGED_HEADER.format(module="cpuinfer.llm.sysctl"), present, notes)
+        if dropin_after != dropin_before:
+            steps.append(file_step(root, params["dropin"], dropin_after, dropin_before))
+        warning = applied_at_boot_warning(root, params["dropin"], "systemd-sysctl")
+        if warning:
+            module.warn(warning)
     journal.apply(steps)
 
     after = dict(before, **present)
-    result = dict(changed=bool(steps), before=before, after=after, missing=missing, persistent_file=params["dropin"])
+    result = dict(changed=bool(steps), before=before, after=after, missing=missing)
+    if params["persistent"]:
+        result["persistent_file"] = params["dropin"]
     if module._diff:
         result["diff"] = [
-            dict(before_header="runtime", after_header="runtime", before=render_values(before), after=render_values(after)),
-            dict(before_header=params["dropin"], after_header=params["dropin"], before=dropin_before or "", after=dropin_after),
-        ]
+            dict(before_header="runtime", after_header="runtime", before=render_values(before), after=render_values(after))]
+        if params["persistent"]:
+            result["diff"].append(dict(before_header=params["dropin"], after_header=params["dropin"],
+                                       before=dropin_before or "", after=dropin_after))
     return result
 
 

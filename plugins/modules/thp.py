@@ -86,14 +86,7 @@ persistent_file:
 import os
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import MANAGED_HEADER, applied_at_boot_warning, read_file
-from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import (
-    Refused,
-    file_step,
-    knob_step,
-    refuse_if,
-    render_values,
-    run_module,
-)
+from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, file_step, knob_step, refuse_if, render_values, run_module
 from ansible_collections.cpuinfer.llm.plugins.module_utils._thp import (
     KHUGEPAGED_KNOBS,
     TMPFILES_DROPIN,

@@ -55,3 +55,16 @@ def test_kernel_config_from_boot_then_none(tmp_path):
     assert _sysctl.kernel_config(str(tmp_path)) is None
     write_tree(tmp_path, {"/proc/sys/kernel/osrelease": "6.1.0\n", "/boot/config-6.1.0": "CONFIG_HZ=250\n"})
     assert _sysctl.kernel_config(str(tmp_path)) == {"CONFIG_HZ": "250"}
+
+
+@pytest.mark.parametrize("path, key", [("/proc/sys/kernel/numa_balancing", "kernel.numa_balancing"),
+                                       ("/proc/sys/vm/swappiness", "vm.swappiness")])
+def test_a_procfs_path_is_its_key(path, key):
+    assert _sysctl.sysctl_key(path) == key
+    assert _sysctl.sysctl_path(key) == path
+
+
+@pytest.mark.parametrize("path", ["/sys/kernel/mm/transparent_hugepage/enabled", "/proc/sys/kernel", "/proc/sys/Kernel/x"])
+def test_what_is_not_a_sysctl_path_is_refused(path):
+    with pytest.raises(_sysctl.SysctlError, match="not a sysctl path"):
+        _sysctl.sysctl_key(path)

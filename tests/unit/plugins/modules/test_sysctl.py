@@ -83,3 +83,17 @@ def test_a_refused_value_puts_back_what_was_written(root, run_module, monkeypatc
     assert failed and "put back" in result["msg"], result
     assert (root / "proc/sys/kernel/sched_rt_period_us").read_text().strip() == "1000000"
     assert not (root / DROPIN).exists()
+
+
+def test_not_persistent_sets_the_running_value_and_leaves_the_dropin_alone(root, run_module):
+    (root / "etc/sysctl.d").mkdir(parents=True)
+    (root / DROPIN).write_text("kernel.sched_rt_runtime_us = -1\n")
+    failed, result = run_module(sysctl, {"values": {"kernel.sched_rt_runtime_us": 900000}, "persistent": False,
+                                         "root": str(root)}, diff=True)
+    assert not failed and result["changed"], result
+    assert (root / "proc/sys/kernel/sched_rt_runtime_us").read_text() == "900000"
+    assert (root / DROPIN).read_text() == "kernel.sched_rt_runtime_us = -1\n"
+    assert "persistent_file" not in result and len(result["diff"]) == 1
+    failed, result = run_module(sysctl, {"values": {"kernel.sched_rt_runtime_us": 900000}, "persistent": False,
+                                         "root": str(root)})
+    assert not failed and not result["changed"]

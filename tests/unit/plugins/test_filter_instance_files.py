@@ -1,0 +1,25 @@
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.cpuinfer.llm.plugins.filter.instance_files import llama_instances_of_paths, metrics_units
+
+
+def test_instance_files_name_their_instance_once_and_other_files_none():
+    paths = ["/etc/systemd/system/cpuinfer-llama-tiny.service", "/etc/cpuinfer/llama-server/tiny.env",
+             "/etc/cpuinfer/llama-server/big.key", "/etc/systemd/system/cpuinfer-inference.slice",
+             "/opt/cpuinfer/llama-server/builds/x/manifest.json", "cpuinfer-llama-a.b.service"]
+    assert llama_instances_of_paths(paths) == ["tiny", "big", "a.b"]
+    assert llama_instances_of_paths(paths, ["big", "other"]) == ["big"]
+    assert llama_instances_of_paths([]) == [] and llama_instances_of_paths(None) == []
+
+
+def test_the_watch_list_has_one_unit_per_instance():
+    units = metrics_units([{"name": "tiny", "port": 8081}, {"name": "py", "port": 8082, "engine": "llama-cpp-python"}],
+                          "inference")
+    assert units == [
+        {"unit": "cpuinfer-llama-tiny.service", "port": 8081, "engine": "llama-server", "resctrl_group": "inference"},
+        {"unit": "cpuinfer-llama-py.service", "port": 8082, "engine": "llama-cpp-python", "resctrl_group": "inference"}]
+    assert metrics_units([], "") == [] and metrics_units([{"name": "a", "port": 1}], "")[0]["resctrl_group"] is None
+    with pytest.raises(AnsibleFilterError, match="a name and a port"):
+        metrics_units([{"name": "a"}])
