@@ -41,14 +41,22 @@ def _value(text, prefix):
     return None
 
 
+def _agent_entry_point(argv):
+    """The entry point a daemon's command line runs, when it is a venv interpreter of the host agent
+    running a script of the same venv (/opt/cpuinfer/agent/<digest>/bin/{python3,cpuinfer-...})."""
+    venv_bin = argv[0].rsplit("/", 1)[0]
+    assert argv[0].startswith("/opt/cpuinfer/agent/") and argv[0].rsplit("/", 1)[1] in ("python", "python3"), argv
+    assert argv[1].startswith(venv_bin + "/"), argv
+    return argv[1][len(venv_bin) + 1:]
+
+
 def test_exporter_runs_hardened(host):
     assert host.service("cpuinfer-metrics.service").is_running
     with host.sudo():
         pid = host.check_output("systemctl show --property MainPID --value cpuinfer-metrics.service")
         argv = host.file("/proc/%s/cmdline" % pid).content_string.split("\0")
     # the host agent's build: its venv's python running its entry point
-    assert argv[0].startswith("/opt/cpuinfer/agent/") and argv[0].endswith("/bin/python"), argv
-    assert argv[1] == argv[0][:-len("python")] + "cpuinfer-metrics", argv
+    assert _agent_entry_point(argv) == "cpuinfer-metrics", argv
     with host.sudo():
         exposure = host.check_output("systemd-analyze security --no-pager cpuinfer-metrics.service | tail -1")
     # root (to own PSI trigger writes) with no capabilities but CAP_PERFMON; llama units score 1.0
@@ -91,7 +99,7 @@ def test_governor_raises_the_quota_and_logs_each_change(host):
     with host.sudo():
         pid = host.check_output("systemctl show --property MainPID --value cpuinfer-slo-governor@tiny-llama.service")
         argv = host.file("/proc/%s/cmdline" % pid).content_string.split("\0")
-    assert argv[0].startswith("/opt/cpuinfer/agent/") and argv[1] == argv[0][:-len("python")] + "cpuinfer-slo-governor", argv
+    assert _agent_entry_point(argv) == "cpuinfer-slo-governor", argv
     log = "/var/log/cpuinfer/slo-governor-tiny-llama.jsonl"
     deadline = time.monotonic() + 300
     while True:
