@@ -20,8 +20,8 @@ import urllib.error
 import urllib.request
 
 # The agent's wheel carries the collection's kernel helpers under their collection path.
-from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _metrics, _perf
-from cpuinfer_agent import stream_probe
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _perf
+from cpuinfer_agent import stream_probe, unit_metrics
 
 LOG = logging.getLogger("cpuinfer-metrics")
 
@@ -121,28 +121,25 @@ def engine_metrics(units, api_key):
                                          headers={"Authorization": "Bearer " + api_key} if api_key else {})
         try:
             with urllib.request.urlopen(request, timeout=5) as response:
-                _metrics.engine_families(families, unit.name, response.read().decode())
+                unit_metrics.engine_families(families, unit.name, response.read().decode())
         except (urllib.error.URLError, OSError, ValueError) as exc:
             LOG.warning("%s: no engine metrics from 127.0.0.1:%s (%s)", unit.name, unit.port, exc)
     return list(families.values())
 
 
-def collect(root, units, histogram, lock):
-    metrics = _metrics.UnitMetrics()
+def families_now(root, units, histogram, lock):
+    metrics = unit_metrics.UnitMetrics()
     for unit in units:
         metrics.collect(root, unit.name, resctrl_group=unit.resctrl_group, perf=unit.perf(),
                         pressure_events=unit.pressure_events if unit.trigger_fd is not None else None)
     engine = engine_metrics(units, os.environ.get("CPUINFER_METRICS_API_KEY", ""))
     with lock:
-        return _metrics.render(metrics.families() + engine + histogram.families())
+        return metrics.families() + engine + histogram.families()
 
 
-def write_atomically(path, text):
-    temporary = "%s.%d.tmp" % (path, os.getpid())
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.chmod(temporary, 0o644)
-    os.replace(temporary, path)
+def collect(root, units, histogram, lock):
+    """One collection as text (the --once output)."""
+    return unit_metrics.render(families_now(root, units, histogram, lock))
 
 
 def wait_for_pressure(root, units, seconds):
@@ -181,7 +178,7 @@ def main(argv=None):
         config = json.load(handle)
     root = config.get("root", "/")
     units = [Unit(spec) for spec in config["units"]]
-    histogram, lock = _metrics.LatencyHistogram(), threading.Lock()
+    histogram, lock = unit_metrics.LatencyHistogram(), threading.Lock()
     if "--once" in argv:
         for unit in units:
             unit.refresh(root, config, watch=False)
@@ -194,7 +191,7 @@ def main(argv=None):
     while True:
         for unit in units:
             unit.refresh(root, config)
-        write_atomically(config["textfile"], collect(root, units, histogram, lock))
+        unit_metrics.write_textfile(config["textfile"], families_now(root, units, histogram, lock))
         wait_for_pressure(root, units, config["interval_seconds"])
 
 

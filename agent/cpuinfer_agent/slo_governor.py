@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from cpuinfer_agent import stream_probe
+from cpuinfer_agent import stream_probe, unit_metrics
 
 LOG = logging.getLogger("cpuinfer-slo-governor")
 RAISE_ABOVE, LOWER_BELOW = 1.2, 0.8
@@ -116,19 +116,22 @@ class Governor:
         LOG.info("%s%s", "dry run, not applied: " if self.config["dry_run"] else "", reason)
         return record
 
-    def prometheus_text(self):
+    def families(self):
         unit = self.systemd.unit
         rows = [("cpu_quota_ratio", "gauge", "CPU quota the governor holds (1 = one CPU).", self.quota / 100.0),
                 ("slo_seconds", "gauge", "The p99 inter-token latency objective.", self.config["slo_p99_ms"] / 1000.0),
                 ("changes_total", "counter", "Quota changes made (or proposed in dry-run).", self.changes)]
         if self.last_p99 is not None:
             rows.append(("p99_seconds", "gauge", "p99 inter-token latency at the last decision.", self.last_p99 / 1000.0))
-        lines = []
+        families = []
         for name, kind, help_text, value in rows:
-            lines += ["# HELP cpuinfer_slo_governor_%s %s" % (name, help_text),
-                      "# TYPE cpuinfer_slo_governor_%s %s" % (name, kind),
-                      'cpuinfer_slo_governor_%s{unit="%s"} %s' % (name, unit, repr(float(value)))]
-        return "\n".join(lines) + "\n"
+            family = unit_metrics.Family("cpuinfer_slo_governor_" + name, kind, help_text)
+            family.add({"unit": unit}, float(value))
+            families.append(family)
+        return families
+
+    def prometheus_text(self):
+        return unit_metrics.render(self.families())
 
 
 def run(config):
@@ -147,11 +150,7 @@ def run(config):
             with open(config["decision_log"], "a", encoding="utf-8") as log:
                 log.write(json.dumps(record) + "\n")
         if config.get("textfile"):
-            temporary = config["textfile"] + ".tmp"
-            with open(temporary, "w", encoding="utf-8") as handle:
-                handle.write(governor.prometheus_text())
-            os.chmod(temporary, 0o644)
-            os.replace(temporary, config["textfile"])
+            unit_metrics.write_textfile(config["textfile"], governor.families())
         time.sleep(config["probe_interval_seconds"])
 
 

@@ -17,6 +17,9 @@ description:
   - The build is named by a digest of what was staged, so an unchanged collection finds its wheel in the
     cache and any change to the agent or to a helper it imports builds a new one. Concurrent callers may
     both build; the first finished wheel wins, atomically.
+  - The agent's dependencies, pinned exactly in C(agent/pyproject.toml), are fetched as wheels into
+    C(<cache>/deps) with C(pip download) the first time (the controller's pip configuration names the index);
+    a controller without an index can put those wheel files there by hand.
   - Needs C(setuptools) and C(wheel) in the controller's Python (the collection's controller requirements
     pin both).
 options:
@@ -51,15 +54,21 @@ _raw:
       description: The module_utils helpers the wheel carries, by file name.
       type: list
       elements: str
+    dependencies:
+      description: The wheels of the agent's dependencies on the controller, to install beside it.
+      type: list
+      elements: path
 """
 
 import ast
 import hashlib
 import os
 import shutil
+import re
 import subprocess
 import sys
 import tempfile
+import tomllib
 
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
@@ -156,14 +165,55 @@ def build(files, destination):
     return os.path.join(destination, wheels[0])
 
 
-def agent_wheel(cache, agent=AGENT, helpers=HELPERS):
+def pinned_dependencies(agent=AGENT):
+    """[(name, version)] of the agent's [project] dependencies, each pinned with ==."""
+    with open(os.path.join(agent, "pyproject.toml"), "rb") as handle:
+        requirements = tomllib.load(handle)["project"].get("dependencies", [])
+    pins = []
+    for requirement in requirements:
+        match = re.match(r"^([A-Za-z0-9_.-]+)==([A-Za-z0-9_.+!-]+)$", requirement.replace(" ", ""))
+        if not match:
+            raise AnsibleLookupError("agent dependency %r is not pinned with ==: offline installs need exact wheels" % requirement)
+        pins.append((match.group(1), match.group(2)))
+    return pins
+
+
+def _wheel_of(directory, name, version):
+    """The pure-Python wheel of name==version in directory, or None."""
+    prefix = "%s-%s-" % (re.sub(r"[-_.]+", "_", name).lower(), version)
+    found = sorted(f for f in os.listdir(directory) if f.lower().startswith(prefix) and f.endswith("-none-any.whl"))
+    return os.path.join(directory, found[0]) if found else None
+
+
+def dependency_wheels(directory, agent=AGENT):
+    """The agent's dependencies as wheels in directory, fetched with pip download where missing."""
+    os.makedirs(directory, exist_ok=True)
+    wheels = []
+    for name, version in pinned_dependencies(agent):
+        wheel = _wheel_of(directory, name, version)
+        if wheel is None:
+            result = subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
+                 "--dest", directory, "%s==%s" % (name, version)], capture_output=True, text=True, check=False)
+            wheel = _wheel_of(directory, name, version)
+            if wheel is None:
+                raise AnsibleLookupError("the agent needs %s==%s as a pure-Python wheel in %s; pip download failed "
+                                         "(exit %d): %s. Without an index, put the wheel file there by hand." % (
+                                             name, version, directory, result.returncode, result.stderr[-1000:]))
+        wheels.append(wheel)
+    return wheels
+
+
+def agent_wheel(cache, agent=AGENT, helpers=HELPERS, deps=None):
+    """deps: where dependency wheels are kept, <cache>/deps by default."""
     files, closure = staged_files(agent, helpers)
     digest = digest_of(files)
     destination = os.path.join(cache, digest)
     os.makedirs(cache, exist_ok=True)
     found = sorted(name for name in os.listdir(destination) if name.endswith(".whl")) if os.path.isdir(destination) else []
     path = os.path.join(destination, found[0]) if found else build(files, destination)
-    return {"path": path, "filename": os.path.basename(path), "digest": digest, "helpers": closure}
+    return {"path": path, "filename": os.path.basename(path), "digest": digest, "helpers": closure,
+            "dependencies": dependency_wheels(deps or os.path.join(cache, "deps"), agent)}
 
 
 class LookupModule(LookupBase):

@@ -67,14 +67,21 @@ def run_module(monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def agent_venv(tmp_path_factory):
+def agent_deps(tmp_path_factory):
+    """One directory of the agent's dependency wheels for the session (one pip download)."""
+    return str(tmp_path_factory.mktemp("agent-deps"))
+
+
+@pytest.fixture(scope="session")
+def agent_venv(tmp_path_factory, agent_deps):
     """The host agent as a host gets it: the wheel the host_agent_wheel lookup builds, installed offline
     into a venv of its own with nothing else (no collection on its path); bin/ holds the entry points."""
     from ansible_collections.cpuinfer.llm.plugins.lookup.host_agent_wheel import agent_wheel
 
-    wheel = agent_wheel(str(tmp_path_factory.mktemp("wheels")))
+    wheel = agent_wheel(str(tmp_path_factory.mktemp("wheels")), deps=agent_deps)
     venv = tmp_path_factory.mktemp("agent") / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    links = ["--find-links=" + os.path.dirname(path) for path in wheel["dependencies"]]
     subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet",
-                    "--no-index", "--no-deps", "--disable-pip-version-check", wheel["path"]], check=True)
+                    "--no-index", "--disable-pip-version-check"] + links + [wheel["path"]], check=True)
     return venv

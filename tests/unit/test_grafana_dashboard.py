@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils import _metrics
+from cpuinfer_agent import unit_metrics as _metrics
 
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARD = json.loads((REPO / "files" / "grafana" / "cpuinfer-dashboard.json").read_text())
@@ -27,9 +27,9 @@ def emitted_names(tmp_path):
     names = set()
     engine = _metrics.engine_families({}, "u.service", (REPO / "tests" / "unit" / "data" / "llama_server_metrics.txt").read_text())
     for family in _metrics.UnitMetrics().families() + _metrics.LatencyHistogram().families() + list(engine.values()):
-        names.add(family.name)
+        names.add(family.full_name)
         if family.kind == "histogram":
-            names.update(family.name + suffix for suffix in ("_bucket", "_sum", "_count"))
+            names.update(family.full_name + suffix for suffix in ("_bucket", "_sum", "_count"))
     governor = importlib.import_module("cpuinfer_agent.slo_governor")
 
     class Systemd:

@@ -41,7 +41,7 @@ def test_once_prints_metrics_promtool_accepts(tmp_path, agent_venv):
     env.pop("PYTHONPATH", None)  # the helpers must come from the wheel
     out = subprocess.run([str(agent_venv / "bin" / "cpuinfer-metrics"), str(config), "--once"], env=env,
                          capture_output=True, text=True, check=True, timeout=30).stdout
-    assert 'cpuinfer_unit_memory_current_bytes{unit="%s"} 4096' % UNIT in out
+    assert 'cpuinfer_unit_memory_current_bytes{unit="%s"} 4096.0' % UNIT in out
     assert 'cpuinfer_unit_perf_counters_available{reason="disabled (metrics_perf_counters)",unit="%s"} 0' % UNIT in out
     assert "cpuinfer_unit_memory_pressure_events_total" not in out  # no trigger in a one-shot run
     if PROMTOOL.exists():
@@ -74,9 +74,13 @@ def test_textfile_is_replaced_whole(tmp_path, monkeypatch):
     (tmp_path / "textfiles").mkdir()
     target = tmp_path / "textfiles" / "cpuinfer.prom"
     target.write_text("old\n")
-    exporter.write_atomically(str(target), "new\n")
-    assert target.read_text() == "new\n"
-    assert oct(target.stat().st_mode & 0o777) == "0o644"
+    family = exporter.unit_metrics.Family("cpuinfer_unit_threads", "gauge", "Threads.")
+    family.add({"unit": UNIT}, 3)
+    monkeypatch.setattr("os.umask", lambda mask: 0o022)
+    exporter.unit_metrics.write_textfile(str(target), [family])
+    assert target.read_text() == ('# HELP cpuinfer_unit_threads Threads.\n# TYPE cpuinfer_unit_threads gauge\n'
+                                  'cpuinfer_unit_threads{unit="%s"} 3.0\n' % UNIT)
+    assert target.stat().st_mode & 0o044 == 0o044  # node_exporter (another user) reads it
     assert [p.name for p in target.parent.iterdir()] == ["cpuinfer.prom"]
 
 
@@ -111,7 +115,7 @@ def test_engine_metrics_are_scraped_renamed_and_labelled(tmp_path, monkeypatch):
              exporter.Unit({"unit": "cpuinfer-llama-py.service", "port": 1, "engine": "llama-cpp-python"})]
     monkeypatch.setenv("CPUINFER_METRICS_API_KEY", "k")
     try:
-        text = exporter.collect(str(tmp_path), units, exporter._metrics.LatencyHistogram(), threading.Lock())
+        text = exporter.collect(str(tmp_path), units, exporter.unit_metrics.LatencyHistogram(), threading.Lock())
     finally:
         httpd.shutdown()
     assert 'cpuinfer_engine_prompt_tokens_total{unit="%s"} 42.0' % UNIT in text

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils import _metrics, _perf
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _perf
+from cpuinfer_agent import unit_metrics as _metrics
 from kernel_tree import write_tree
 
 UNIT = "cpuinfer-llama-bench.service"
 GROUP = "/sys/fs/cgroup/cpuinfer-inference.slice/" + UNIT
-PROMTOOL = Path(__file__).resolve().parents[4] / ".build" / "tools" / "promtool"
-ENGINE_CAPTURE = Path(__file__).resolve().parents[2] / "data" / "llama_server_metrics.txt"  # a real llama-server scrape
+PROMTOOL = Path(__file__).resolve().parents[3] / ".build" / "tools" / "promtool"
+ENGINE_CAPTURE = Path(__file__).resolve().parents[1] / "data" / "llama_server_metrics.txt"  # a real llama-server scrape
 
 
 def unit_tree(root, memory_max="536870912"):
@@ -87,7 +88,7 @@ def test_a_unit_without_a_cgroup_is_skipped(tmp_path):
     unit_tree(tmp_path)
     metrics = _metrics.UnitMetrics()
     assert not metrics.collect(str(tmp_path), "cpuinfer-llama-gone.service")
-    assert _metrics.render(metrics.families()) == "\n"
+    assert _metrics.render(metrics.families()) == ""
 
 
 def test_histogram_is_cumulative():
@@ -107,7 +108,7 @@ def test_engine_counters_without_total_become_gauges():
     engine = _metrics.engine_families({}, UNIT, ENGINE_CAPTURE.read_text(encoding="utf-8"))
     assert engine["cpuinfer_engine_n_tokens_max"].kind == "gauge"
     assert engine["cpuinfer_engine_prompt_tokens_total"].kind == "counter"
-    assert all(f.name.endswith("_total") for f in engine.values() if f.kind == "counter")
+    assert all(f.full_name.endswith("_total") for f in engine.values() if f.kind == "counter")
 
 
 def test_label_values_are_escaped():

@@ -1,20 +1,23 @@
 # -*- coding: utf-8 -*-
 # Copyright: cpuinfer.llm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Per-unit metrics of inference services in the Prometheus text format (version 0.0.4).
+"""Per-unit metrics of inference services, as prometheus_client metric families.
 
-Private to the collection; used by the metrics role's exporter. Reading goes through the kernel
-helpers (_cgroupfs, _sched, _resctrl, _perf), so it runs on a temporary tree in units. Names follow
-Prometheus conventions: base units (seconds, bytes), counters end in _total, ratios are 0..1.
+The exporter's model: what a unit's cgroup, threads, resctrl group and counters say, read through the
+collection's kernel helpers (_cgroupfs, _sched, _resctrl, _perf), so it runs on a temporary tree in
+units; llama-server's own /metrics, parsed by prometheus_client and renamed; the probe's latency
+histogram. prometheus_client writes the text format and the textfile. Names follow Prometheus
+conventions: base units (seconds, bytes), counters end in _total, ratios are 0..1.
 """
 
-from __future__ import absolute_import, division, print_function
+import re
 
-import math
+from prometheus_client import CollectorRegistry, generate_latest, write_to_textfile
+from prometheus_client.core import Metric
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.utils import floatToGoString
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _resctrl, _sched
-
-__metaclass__ = type
 
 PREFIX = "cpuinfer_unit_"
 # Upper bounds (seconds) of the inter-token latency histogram: 5 ms on real CPUs .. 10 s in the lab.
@@ -22,44 +25,45 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 MEMORY_EVENTS = ("low", "high", "max", "oom", "oom_kill")
 
 
-class Family:
-    """One metric family: name, type, help and its samples (labels, value[, name suffix])."""
+class Family(Metric):
+    """One metric family (prometheus_client's Metric) whose samples are named by the family's full
+    name plus a suffix (_bucket, _sum, _count for a histogram); full_name keeps a counter's _total."""
 
     def __init__(self, name, kind, help_text):
-        self.name, self.kind, self.help_text = name, kind, help_text
-        self.samples = []
+        # the text format names a counter family by its base name plus _total, as its samples are named
+        counter_base = kind == "counter" and name.endswith("_total")
+        super().__init__(name[:-len("_total")] if counter_base else name, help_text, kind)
+        self.full_name, self.kind = name, kind
 
     def add(self, labels, value, suffix=""):
-        self.samples.append((suffix, labels, value))
+        self.add_sample(self.full_name + suffix, dict((k, str(v)) for k, v in labels.items()),
+                        float("nan") if value is None else value)
 
 
-def _escape(value):
-    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+class _Snapshot:
+    """A collector of families already read: the registry asks, they answer (empty ones left out)."""
+
+    def __init__(self, families):
+        self.families = [family for family in families if family.samples]
+
+    def collect(self):
+        return self.families
 
 
-def _number(value):
-    if value is None:
-        return "NaN"
-    if isinstance(value, float):
-        if math.isinf(value):
-            return "+Inf" if value > 0 else "-Inf"
-        return repr(value)
-    return str(value)
+def registry_of(families):
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Snapshot(families))
+    return registry
 
 
 def render(families):
-    """Families -> exposition text; families without samples are left out (absent, not zero)."""
-    lines = []
-    for family in families:
-        if not family.samples:
-            continue
-        lines.append("# HELP %s %s" % (family.name, family.help_text))
-        lines.append("# TYPE %s %s" % (family.name, family.kind))
-        for suffix, labels, value in family.samples:
-            label_text = ",".join('%s="%s"' % (key, _escape(labels[key])) for key in sorted(labels))
-            lines.append("%s%s%s %s" % (family.name, suffix, "{%s}" % label_text if label_text else "",
-                                        _number(value)))
-    return "\n".join(lines) + "\n"
+    """Families -> text format; families without samples are left out (absent, not zero)."""
+    return generate_latest(registry_of(families)).decode("utf-8")
+
+
+def write_textfile(path, families):
+    """Replace path whole (written beside it, renamed over it), for node_exporter's textfile collector."""
+    write_to_textfile(path, registry_of(families))
 
 
 def _limit(text):
@@ -182,7 +186,7 @@ class LatencyHistogram:
             running = 0
             for bound, count in zip(self.buckets + (float("inf"),), self.counts[unit]):
                 running += count
-                histogram.add({"unit": unit, "le": _number(float(bound))}, running, "_bucket")
+                histogram.add({"unit": unit, "le": floatToGoString(bound)}, running, "_bucket")
             histogram.add({"unit": unit}, self.sums.get(unit, 0.0), "_sum")
             histogram.add({"unit": unit}, running, "_count")
             rate.add({"unit": unit}, self.rates[unit])
@@ -193,47 +197,21 @@ ENGINE_PREFIX = "cpuinfer_engine_"
 ENGINE_NAMESPACE = "llamacpp:"
 
 
-def _sample(line):
-    """'name{a="b"} 1.5' -> ('name', {'a': 'b'}, '1.5'); None for what is no sample."""
-    name, brace, rest = line.partition("{")
-    labels = {}
-    if brace:
-        inner, _close, rest = rest.rpartition("}")
-        for pair in inner.split(","):
-            key, _eq, value = pair.partition("=")
-            if key.strip():
-                labels[key.strip()] = value.strip().strip('"')
-        fields = rest.split()
-    else:
-        fields = line.split()
-        name = fields[0] if fields else ""
-        fields = fields[1:]
-    return (name.strip(), labels, fields[0]) if fields else None
-
-
 def engine_families(families, unit, text):
     """Add llama-server's /metrics of one unit to families ({name: Family}), renamed: colons are
     for recording rules, so 'llamacpp:prompt_tokens_total' becomes 'cpuinfer_engine_prompt_tokens_total',
     labelled with the unit. Families are shared by name across units (one HELP/TYPE each)."""
-    described = {}
-    for line in text.splitlines():
-        if line.startswith(("# HELP ", "# TYPE ")):
-            dummy, kind, name, detail = (line.split(None, 3) + [""])[:4]
-            described.setdefault(name, {})[kind] = detail
-            continue
-        sample = _sample(line) if line and not line.startswith("#") else None
-        if sample is None or not sample[0].startswith(ENGINE_NAMESPACE):
-            continue
-        name, labels, value = sample
-        renamed = ENGINE_PREFIX + name[len(ENGINE_NAMESPACE):]
-        about = described.get(name, {})
-        kind = about.get("TYPE", "untyped")
-        if kind == "counter" and not renamed.endswith("_total"):
-            kind = "gauge"  # n_tokens_max, a high-water mark typed counter: counters are named *_total
-        family = families.setdefault(renamed, Family(renamed, kind, about.get("HELP", "llama-server's %s" % name)))
-        try:
-            number = float(value)
-        except ValueError:
-            continue
-        family.add(dict(labels, unit=unit), number)
+    for parsed in text_string_to_metric_families(text):
+        kind = parsed.type if parsed.type in ("counter", "gauge") else "unknown"
+        # the parser names every counter sample *_total; one the server exposed without it (n_tokens_max,
+        # a high-water mark typed counter) is no counter: a gauge under the server's own name
+        high_water = kind == "counter" and not re.search(r"^%s_total[{ ]" % re.escape(parsed.name), text, re.M)
+        for sample in parsed.samples:
+            if not sample.name.startswith(ENGINE_NAMESPACE):
+                continue
+            name = parsed.name if high_water else sample.name
+            renamed = ENGINE_PREFIX + name[len(ENGINE_NAMESPACE):]
+            family = families.setdefault(renamed, Family(renamed, "gauge" if high_water else kind,
+                                                         parsed.documentation or "llama-server's " + name))
+            family.add(dict(sample.labels, unit=unit), sample.value)
     return families
