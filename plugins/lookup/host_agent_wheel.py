@@ -58,6 +58,12 @@ _raw:
       description: The wheels of the agent's dependencies on the controller, to install beside it.
       type: list
       elements: path
+    installer:
+      description:
+        - The wheel of pypa's C(installer) on the controller: hosts run it from the wheel itself to put the
+          agent's wheels into a venv made without pip (pip and its resolver cost minutes on an emulated or
+          small host; installer unpacks a wheel in well under a second).
+      type: path
 """
 
 import ast
@@ -78,6 +84,7 @@ AGENT = os.path.join(COLLECTION, "agent")
 HELPERS = os.path.join(COLLECTION, "plugins", "module_utils")
 HELPER_PACKAGE = "ansible_collections.cpuinfer.llm.plugins.module_utils"
 HELPER_TARGET = os.path.join("ansible_collections", "cpuinfer", "llm", "plugins", "module_utils")
+INSTALLER = ("installer", "0.7.0")
 
 
 def imported_helpers(path):
@@ -185,11 +192,11 @@ def _wheel_of(directory, name, version):
     return os.path.join(directory, found[0]) if found else None
 
 
-def dependency_wheels(directory, agent=AGENT):
-    """The agent's dependencies as wheels in directory, fetched with pip download where missing."""
+def dependency_wheels(directory, pins):
+    """The wheels of pins [(name, version)] in directory, fetched with pip download where missing."""
     os.makedirs(directory, exist_ok=True)
     wheels = []
-    for name, version in pinned_dependencies(agent):
+    for name, version in pins:
         wheel = _wheel_of(directory, name, version)
         if wheel is None:
             result = subprocess.run(
@@ -197,7 +204,7 @@ def dependency_wheels(directory, agent=AGENT):
                  "--dest", directory, "%s==%s" % (name, version)], capture_output=True, text=True, check=False)
             wheel = _wheel_of(directory, name, version)
             if wheel is None:
-                raise AnsibleLookupError("the agent needs %s==%s as a pure-Python wheel in %s; pip download failed "
+                raise AnsibleLookupError("the agent's install needs %s==%s as a pure-Python wheel in %s; pip download failed "
                                          "(exit %d): %s. Without an index, put the wheel file there by hand." % (
                                              name, version, directory, result.returncode, result.stderr[-1000:]))
         wheels.append(wheel)
@@ -212,8 +219,10 @@ def agent_wheel(cache, agent=AGENT, helpers=HELPERS, deps=None):
     os.makedirs(cache, exist_ok=True)
     found = sorted(name for name in os.listdir(destination) if name.endswith(".whl")) if os.path.isdir(destination) else []
     path = os.path.join(destination, found[0]) if found else build(files, destination)
+    deps = deps or os.path.join(cache, "deps")
     return {"path": path, "filename": os.path.basename(path), "digest": digest, "helpers": closure,
-            "dependencies": dependency_wheels(deps or os.path.join(cache, "deps"), agent)}
+            "dependencies": dependency_wheels(deps, pinned_dependencies(agent)),
+            "installer": dependency_wheels(deps, [INSTALLER])[0]}
 
 
 class LookupModule(LookupBase):

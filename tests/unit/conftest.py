@@ -74,14 +74,15 @@ def agent_deps(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def agent_venv(tmp_path_factory, agent_deps):
-    """The host agent as a host gets it: the wheel the host_agent_wheel lookup builds, installed offline
-    into a venv of its own with nothing else (no collection on its path); bin/ holds the entry points."""
+    """The host agent as a host gets it (the host_agent role's steps): the wheel the host_agent_wheel lookup
+    builds and its dependency's, put by installer (run from its own wheel) into a venv made without pip,
+    with nothing else (no collection on its path); bin/ holds the entry points."""
     from ansible_collections.cpuinfer.llm.plugins.lookup.host_agent_wheel import agent_wheel
 
     wheel = agent_wheel(str(tmp_path_factory.mktemp("wheels")), deps=agent_deps)
     venv = tmp_path_factory.mktemp("agent") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    links = ["--find-links=" + os.path.dirname(path) for path in wheel["dependencies"]]
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet",
-                    "--no-index", "--disable-pip-version-check"] + links + [wheel["path"]], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--clear", "--without-pip", str(venv)], check=True)
+    env = dict(os.environ, PYTHONPATH=wheel["installer"])
+    for path in wheel["dependencies"] + [wheel["path"]]:
+        subprocess.run([str(venv / "bin" / "python"), "-m", "installer", path], check=True, env=env)
     return venv

@@ -39,6 +39,7 @@ def test_the_wheel_carries_the_agent_and_exactly_the_helpers_it_imports(tmp_path
     metadata = zipfile.ZipFile(wheel["path"]).read("cpuinfer_agent-1.0.0.dist-info/METADATA").decode()
     assert "Requires-Dist: prometheus-client==0.26.0" in metadata
     assert [Path(p).name for p in wheel["dependencies"]] == ["prometheus_client-0.26.0-py3-none-any.whl"]
+    assert Path(wheel["installer"]).name == "installer-0.7.0-py3-none-any.whl"
 
 
 def test_same_sources_same_wheel_without_a_rebuild_and_the_same_bytes_elsewhere(tmp_path, sources, agent_deps):
