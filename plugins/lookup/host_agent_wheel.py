@@ -60,7 +60,7 @@ _raw:
       elements: path
     installer:
       description:
-        - The wheel of pypa's C(installer) on the controller: hosts run it from the wheel itself to put the
+        - The wheel of pypa's C(installer) on the controller. Hosts run it from the wheel itself to put the
           agent's wheels into a venv made without pip (pip and its resolver cost minutes on an emulated or
           small host; installer unpacks a wheel in well under a second).
       type: path

@@ -48,10 +48,13 @@ def test_probe_measures_rate_and_latency(server):
     result = json.loads(out.stdout)
     assert result["tokens"] == 6
     assert len(result["gaps_ms"]) == 5
-    # a loaded machine (CI beside a VM) stretches the gaps, never shrinks them: wide upper bounds
-    assert GAP_S * 1000 * 0.8 <= result["p50_ms"] <= GAP_S * 1000 * 10
-    # six tokens over six gaps (the fake sleeps after each event): end to end is 1/GAP_S at most
-    assert 1 / (GAP_S * 10) <= result["tokens_per_second"] <= 1 / GAP_S
+    # a loaded machine (CI beside VMs) stretches the gaps, never shrinks them: only the server's pacing
+    # bounds them, from below
+    assert result["p50_ms"] >= GAP_S * 1000 * 0.8
+    # six tokens over six gaps (the fake sleeps after each event): end to end is 1/GAP_S at most, and
+    # the rate is the tokens over the whole request, as the probe reports both
+    assert result["tokens_per_second"] <= 1 / GAP_S
+    assert result["tokens_per_second"] == pytest.approx(6 / (result["total_ms"] / 1000), rel=0.01)
     assert result["decode_tokens_per_second"] >= result["tokens_per_second"]
     assert result["total_ms"] >= 6 * GAP_S * 1000
     assert result["p99_ms"] >= result["p50_ms"]
