@@ -219,10 +219,10 @@ def agent_wheel(cache, agent=AGENT, helpers=HELPERS, deps=None):
     os.makedirs(cache, exist_ok=True)
     found = sorted(name for name in os.listdir(destination) if name.endswith(".whl")) if os.path.isdir(destination) else []
     path = os.path.join(destination, found[0]) if found else build(files, destination)
-    deps = deps or os.path.join(cache, "deps")
+    # one pass over the cache for the dependencies and installer, the last of them
+    wheels = dependency_wheels(deps or os.path.join(cache, "deps"), pinned_dependencies(agent) + [INSTALLER])
     return {"path": path, "filename": os.path.basename(path), "digest": digest, "helpers": closure,
-            "dependencies": dependency_wheels(deps, pinned_dependencies(agent)),
-            "installer": dependency_wheels(deps, [INSTALLER])[0]}
+            "dependencies": wheels[:-1], "installer": wheels[-1]}
 
 
 class LookupModule(LookupBase):
