@@ -25,10 +25,9 @@ import sys
 import time
 from pathlib import Path
 
+import machine
 import stats
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
-from cpuinfer_lab import threads  # noqa: E402  (the lab's own reading of qemu's threads)
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "docs" / "benchmarks"
@@ -123,123 +122,96 @@ def carried_places(name, measured):
             for place, result in previous.get("places", {}).items() if place not in measured}
 
 
-def busy_machine(own_vms, proc="/proc"):
-    """What makes this machine unfit to measure on: a load average above half its CPUs, or a qemu
-    that is not one of this benchmark's own VMs (another scenario, another benchmark)."""
-    problems = []
-    load = os.getloadavg()[0]
-    if load > 0.5 * (os.cpu_count() or 1):
-        problems.append("load average %.2f on %d CPUs" % (load, os.cpu_count() or 1))
-    for entry in Path(proc).iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv and os.path.basename(argv[0]).startswith(b"qemu-system-"):
-            name = next((a.decode(errors="replace") for a in argv if a.startswith(b"cpuinfer-lab:")), "?")
-            if name.split(",")[0].split(":", 1)[-1] not in own_vms:
-                problems.append("another qemu runs: pid %s (%s)" % (entry.name, name))
-    return problems
-
-
-def check_machine(own_vms, force):
-    problems = busy_machine(own_vms)
-    if problems and not force:
-        raise SystemExit("bench: this machine is busy, a measurement now would not hold: %s (--force measures anyway)"
-                         % "; ".join(problems))
-    for problem in problems:
-        log("warning: %s" % problem)
-    return problems
-
-
-def qemu_threads(vm_names):
-    """Per VM, its qemu threads' CPU seconds so far and its pinning (scripts/lab threads)."""
-    found = {}
-    for name in vm_names:
-        out = run([REPO / "scripts" / "lab", "threads", name], stdout=subprocess.PIPE, text=True).stdout
-        found[name] = json.loads(out)
-    return found
-
-
-def thread_cpu_during(before, after):
-    """VM -> {pinning, cpu_seconds per thread name} between two qemu_threads readings."""
-    return {name: {"pinning": reading["pinning"], "cpu_seconds": threads.cpu_used(before[name]["threads"], reading["threads"])}
-            for name, reading in after.items()}
-
-
-def in_lab_vm(name, sizes, args):
-    """Boot benchmarks/NAME/topology.json's VM (after checking the machine is quiet; pinned with
-    --pin), run its prepare.yml then measure.yml (sizes as extra vars), stop the VM unless --keep;
-    returns (prepare seconds, measure seconds, raw output, conditions: machine check, qemu threads'
-    CPU seconds during the measurement and their pinning)."""
+def in_lab_vm(name, sizes, args, repeats=1):
+    """Boot benchmarks/NAME/topology.json's VM (after checking the machine is quiet; pinned unless
+    --no-pin), run its prepare.yml, then measure.yml `repeats` times (sizes as extra vars), stop the VM
+    unless --keep; returns (prepare seconds, [measure seconds], [raw output], conditions: machine check,
+    per repeat the qemu threads' CPU seconds during the measurement and their pinning)."""
     topology = REPO / "benchmarks" / name / "topology.json"
     inventory = REPO / "benchmarks" / name / "inventory"
     vm_names = [vm["name"] for vm in json.loads(topology.read_text(encoding="utf-8"))["vms"]]
     ensure_model("llama-bench")
-    problems = check_machine(vm_names, args.force)
+    problems = machine.check_machine(vm_names, args.force, log)
     if not args.reuse:
         lab("up", "--topology", topology, *(["--pin"] if args.pin else []))
+    measure_s, raws, thread_cpu = [], [], []
     try:
         lab("inventory", "--topology", topology, "--output", inventory / "hosts.yml")
         prepare_s, dummy_output = playbook(inventory, "benchmarks/%s/prepare.yml" % name)
-        before = qemu_threads(vm_names)
-        measure_s, dummy_output = playbook(inventory, "benchmarks/%s/measure.yml" % name, "-e", json.dumps(sizes))
-        thread_cpu = thread_cpu_during(before, qemu_threads(vm_names))
+        for repeat in range(repeats):
+            log("%s: measurement %d of %d" % (name, repeat + 1, repeats))
+            before = machine.qemu_threads(vm_names)
+            seconds, dummy_output = playbook(inventory, "benchmarks/%s/measure.yml" % name, "-e", json.dumps(sizes))
+            thread_cpu.append(machine.thread_cpu_during(before, machine.qemu_threads(vm_names)))
+            measure_s.append(round(seconds))
+            raws.append(json.loads((REPO / ".build" / ("bench-%s-raw.json" % name)).read_text(encoding="utf-8")))
     finally:
         if not args.keep:
             lab("down", *vm_names)
-    raw = json.loads((REPO / ".build" / ("bench-%s-raw.json" % name)).read_text(encoding="utf-8"))
-    return prepare_s, measure_s, raw, {"machine_check": problems, "qemu_threads": thread_cpu}
+    return prepare_s, measure_s, raws, {"machine_check": problems, "pinned": args.pin,
+                                         "qemu_threads_per_repeat": thread_cpu}
+
+
+ISOLATION_RATIOS = [("b_untuned_neighbour", "a_untuned"), ("c_tuned_neighbour", "a_tuned"),
+                    ("d_untuned_membw_neighbour", "a_untuned"), ("e_tuned_membw_neighbour", "a_tuned"),
+                    ("b_untuned_neighbour", "a_tuned"), ("c_tuned_neighbour", "a_untuned")]
 
 
 def isolation(args):
     sizes = {"bench_rounds": args.rounds, "bench_completions": args.completions, "bench_tokens": args.tokens}
-    prepare_s, measure_s, raw, conditions = in_lab_vm("isolation", sizes, args)
-    summary = stats.summarize(raw["samples"])
-    ratios = {"%s/%s" % (v, base): stats.ratio(summary, v, base)
-              for base in ("a_tuned", "a_untuned") for v in ("b_untuned_neighbour", "c_tuned_neighbour")}
+    prepare_s, measure_s, raws, conditions = in_lab_vm("isolation", sizes, args, repeats=args.repeats)
+    per_repeat = []
+    for raw in raws:
+        summary = stats.summarize(raw["samples"])
+        per_repeat.append({"%s/%s" % pair: stats.ratio(summary, *pair) for pair in ISOLATION_RATIOS})
+    samples = [dict(sample, repeat=index) for index, raw in enumerate(raws) for sample in raw["samples"]]
     data = {"environment": environment(), "note": EMULATION_NOTE, "prepare_seconds": round(prepare_s),
-            "measure_seconds": round(measure_s), "rounds": args.rounds, "completions_per_variant": args.completions,
-            "tokens_per_completion": args.tokens, "units": raw["units"], "summary": summary, "ratios": ratios,
-            "conditions": conditions, "samples": raw["samples"]}
+            "measure_seconds": measure_s, "repeats": args.repeats, "rounds": args.rounds,
+            "completions_per_variant": args.completions, "tokens_per_completion": args.tokens,
+            "units": raws[-1]["units"], "summary": stats.summarize(samples),
+            "ratios": stats.ratios_across_repeats(per_repeat),
+            "goal": [stats.isolation_goal(per_repeat, name) for name in
+                     ("c_tuned_neighbour/a_tuned", "e_tuned_membw_neighbour/a_tuned")],
+            "conditions": conditions, "samples": samples}
     write_report("isolation", data, isolation_markdown(data))
 
 
 def isolation_markdown(data):
+    env = data["environment"]
     lines = ["# Isolation under a noisy neighbour", "", data["note"], "",
              "Command: `%s` (%s, commit %s, controller: %s, %s CPUs)." % (
-                 data["environment"]["command"], data["environment"]["date"], data["environment"]["commit"],
-                 data["environment"]["controller_cpu"], data["environment"]["controller_cpus"]),
-             "", "VM: 2 vCPUs, model llama-bench (files/make_gguf_model.py), %d rounds x %d completions x %d tokens "
-             "per variant, interleaved a_untuned, a_tuned, b, c in every round." % (
-                 data["rounds"], data["completions_per_variant"], data["tokens_per_completion"]), "",
-             "| variant | tokens/s (median) | per round | ms/token | p50 gap ms | p99 gap ms |",
+                 env["command"], env["date"], env["commit"], env["controller_cpu"], env["controller_cpus"]),
+             "", "VM: 2 vCPUs, model llama-bench (files/make_gguf_model.py). %d repeats of the whole measurement "
+             "(%s s each); each repeat: %d rounds x %d completions x %d tokens per variant, the variants "
+             "interleaved in every round. Neighbours: b/c `stress-ng --cpu`, d/e `stress-ng --stream` "
+             "(memory bandwidth); b/d unconfined beside the untuned service, c/e in system.slice on the "
+             "tuned host." % (data["repeats"], " / ".join(str(s) for s in data["measure_seconds"]), data["rounds"],
+                              data["completions_per_variant"], data["tokens_per_completion"]), "",
+             "| variant | tokens/s (median, all repeats) | median per repeat | ms/token | p50 gap ms | p99 gap ms |",
              "|---|---|---|---|---|---|"]
     for name, s in data["summary"].items():
+        per_repeat = [statistics.median(x["tokens_per_second"] for x in data["samples"]
+                                        if x["variant"] == name and x["repeat"] == r) for r in range(data["repeats"])]
         lines.append("| %s | %.2f | %s | %.0f | %s | %s |" % (
-            name, s["tokens_per_second_median"], " ".join("%.2f" % r for r in s["tokens_per_second_per_round"]),
+            name, s["tokens_per_second_median"], " ".join("%.2f" % r for r in per_repeat),
             s["ms_per_token_median"], s["inter_token_p50_ms"], s["inter_token_p99_ms"]))
-    lines += ["", "| ratio | tokens/s | p99 |", "|---|---|---|"]
+    lines += ["", "Ratios, computed per repeat; median [min - max] over the repeats, then each repeat's value:", "",
+              "| ratio | tokens/s | per repeat | p99 gap | per repeat |", "|---|---|---|---|---|"]
     for name, r in data["ratios"].items():
-        lines.append("| %s | %.2f | %.2f |" % (name, r["tokens_per_second"], r["inter_token_p99"]))
-    lines += conditions_markdown(data.get("conditions"))
+        rate, p99 = r["tokens_per_second"], r["inter_token_p99"]
+        lines.append("| %s | %.2f [%.2f - %.2f] | %s | %.2f [%.2f - %.2f] | %s |" % (
+            name, rate["median"], rate["min"], rate["max"], " ".join("%.2f" % v for v in rate["per_repeat"]),
+            p99["median"], p99["min"], p99["max"], " ".join("%.2f" % v for v in p99["per_repeat"])))
+    lines += ["", "Goal (tuned + neighbour >= %.2fx solo tokens/s, p99 <= %.2fx):" % (
+        stats.ISOLATION_GOAL["tokens_per_second"], stats.ISOLATION_GOAL["inter_token_p99"]), ""]
+    for goal in data["goal"]:
+        lines.append("- %s: met in %d of %d repeats; %s at the median." % (
+            goal["ratio"], sum(goal["met_per_repeat"]), len(goal["met_per_repeat"]),
+            "met" if goal["met_at_median"] else "not met"))
+    lines += machine.conditions_markdown(data.get("conditions"))
     lines += ["", "Units as measured (systemctl show):", "", "```",
               json.dumps(data["units"], indent=1), "```", ""]
     return "\n".join(lines)
-
-
-def conditions_markdown(conditions):
-    """The machine check and, per VM, its qemu threads' CPU seconds during the measurement and pinning."""
-    if not conditions:
-        return []
-    lines = ["", "Machine before the run: %s." % ("; ".join(conditions["machine_check"]) or "quiet (no other qemu, low load)")]
-    for vm_name, usage in conditions["qemu_threads"].items():
-        pinned = ", ".join("%s on %s" % (k, v) for k, v in sorted(usage["pinning"].items())) or "not pinned"
-        used = ", ".join("%s %.1f s" % (k, v) for k, v in sorted(usage["cpu_seconds"].items(), key=lambda kv: -kv[1]))
-        lines.append("%s: qemu threads' CPU during the measurement: %s (%s)." % (vm_name, used, pinned))
-    return lines
 
 
 LLAMA_VERSION = "0.3.36"
@@ -323,6 +295,7 @@ def q8_model(role_python):
 
 
 def build(args):
+    problems = machine.check_machine([], args.force, log)
     build_class, cmake_args = controller_build_class()
     variants = {}
     for label, klass, flags in (("role-" + build_class, build_class, cmake_args),
@@ -356,7 +329,7 @@ def build(args):
         result.update({k: v for k, v in variants[label].items() if k != "python"})
         result["median_by_threads"] = {t: round(statistics.median(r), 2) for t, r in result["rates_by_threads"].items()}
         result["achieved_over_bound"] = {t: round(m / bound, 3) for t, m in result["median_by_threads"].items()}
-    data = {"environment": environment(), "model": model.name, "model_bytes": model_bytes, "bandwidth": bandwidth,
+    data = {"environment": environment(), "machine_check": problems, "model": model.name, "model_bytes": model_bytes, "bandwidth": bandwidth,
             "bound_tokens_per_second": round(bound, 2), "rounds": args.rounds, "tokens": args.tokens,
             "repeats": args.repeats, "variants": results}
     write_report("build", data, build_markdown(data))
@@ -405,33 +378,54 @@ def converge(args):
     inventory = REPO / "benchmarks" / "converge" / "inventory"
     vms = json.loads(topology_path.read_text(encoding="utf-8"))["vms"]
     ensure_model("llama-tiny")
+    problems = machine.check_machine([vm["name"] for vm in vms], args.force, log)
     extra = ["-e", "llama_server_build_cache=%s" % args.wheel_cache] if args.wheel_cache else []
     counts = sorted(set(int(c) for c in args.hosts.split(",")))
     runs = []
-    for count in counts:
-        names = [vm["name"] for vm in vms[:count]]
-        lab("down", *[vm["name"] for vm in vms])
-        started = time.monotonic()
-        lab("up", "--specs", json.dumps(vms[:count]))
-        boot_s = time.monotonic() - started
-        lab("inventory", "--topology", topology_path, "--output", inventory / "hosts.yml")
-        try:
-            for attempt in ("first converge", "re-converge"):
-                usage = {}
-                seconds, output = playbook(inventory, "playbooks/site.yml", *extra, usage=usage)
-                # the target check's play runs on localhost: only the lab hosts are counted
-                hosts = {name: counts for name, counts in recap(output).items() if name != "localhost"}
-                if sorted(hosts) != sorted(names) or any(h["failed"] or h["unreachable"] for h in hosts.values()):
-                    raise SystemExit("bench: %s on %s did not succeed: %s" % (attempt, names, hosts))
-                runs.append({"hosts": count, "run": attempt, "seconds": round(seconds), "boot_seconds": round(boot_s),
-                             "changed": sum(h["changed"] for h in hosts.values()), "wheel_builds": wheel_builds(output), **usage})
-                log("%d host(s), %s: %.0f s" % (count, attempt, seconds))
-        finally:
-            if not (args.keep and count == counts[-1]):
-                lab("down", *names)
+    for repeat in range(args.repeats):
+        for count in counts:
+            runs += converge_hosts(vms[:count], inventory, topology_path, extra, args, repeat)
+            if not (args.keep and count == counts[-1] and repeat == args.repeats - 1):
+                lab("down", *[vm["name"] for vm in vms[:count]])
     data = {"environment": environment(), "note": EMULATION_NOTE, "wheel_cache": args.wheel_cache or "the default",
-            "playbook_env": PLAYBOOK_ENV, "runs": runs + carried_runs(counts)}
+            "playbook_env": PLAYBOOK_ENV, "repeats": args.repeats,
+            "conditions": {"machine_check": problems, "pinned": args.pin},
+            "reconverge_over_first": reconverge_ratios(runs), "runs": runs + carried_runs(counts)}
     write_report("converge", data, converge_markdown(data))
+
+
+def converge_hosts(vms, inventory, topology_path, extra, args, repeat):
+    """Boot `vms` fresh (pinned unless --no-pin), run site.yml twice on them; the two runs' figures."""
+    names = [vm["name"] for vm in vms]
+    lab("down", *names)
+    started = time.monotonic()
+    lab("up", "--specs", json.dumps(vms), *(["--pin"] if args.pin else []))
+    boot_s = time.monotonic() - started
+    lab("inventory", "--topology", topology_path, "--output", inventory / "hosts.yml")
+    runs = []
+    for attempt in ("first converge", "re-converge"):
+        usage = {}
+        seconds, output = playbook(inventory, "playbooks/site.yml", *extra, usage=usage)
+        # the target check's play runs on localhost: only the lab hosts are counted
+        hosts = {name: counts for name, counts in recap(output).items() if name != "localhost"}
+        if sorted(hosts) != sorted(names) or any(h["failed"] or h["unreachable"] for h in hosts.values()):
+            raise SystemExit("bench: %s on %s did not succeed: %s" % (attempt, names, hosts))
+        runs.append({"hosts": len(vms), "run": attempt, "repeat": repeat, "seconds": round(seconds),
+                     "boot_seconds": round(boot_s), "changed": sum(h["changed"] for h in hosts.values()),
+                     "wheel_builds": wheel_builds(output), **usage})
+        log("%d host(s), %s: %.0f s" % (len(vms), attempt, seconds))
+    return runs
+
+
+def reconverge_ratios(runs):
+    """{host count: spread of re-converge seconds / first converge seconds over the repeats}."""
+    ratios = {}
+    for run_ in runs:
+        if run_["run"] == "re-converge":
+            first = next(r for r in runs if r["hosts"] == run_["hosts"] and r["repeat"] == run_["repeat"]
+                         and r["run"] == "first converge")
+            ratios.setdefault(str(run_["hosts"]), []).append(run_["seconds"] / first["seconds"])
+    return {hosts: stats.spread(values) for hosts, values in ratios.items()}
 
 
 def carried_runs(measured_counts):
@@ -452,37 +446,52 @@ def converge_markdown(data):
                  env["command"], env["date"], env["commit"], data["wheel_cache"],
                  ", ".join("%s=%s" % item for item in sorted(data.get("playbook_env", {}).items())) or "Ansible's defaults"),
              "",
-             "| hosts | run | wall s | x first converge | controller CPU s | tasks changed | wheel builds | measured |",
-             "|---|---|---|---|---|---|---|---|"]
-    runs = sorted(data["runs"], key=lambda run_: run_["hosts"])
-    firsts = {r["hosts"]: r["seconds"] for r in runs if r["run"] == "first converge"}
+             "| hosts | repeat | run | wall s | x first converge | controller CPU s | tasks changed | wheel builds | measured |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    runs = sorted(data["runs"], key=lambda run_: (run_["hosts"], run_.get("repeat", 0)))
+    firsts = {(r["hosts"], r.get("repeat", 0)): r["seconds"] for r in runs if r["run"] == "first converge"}
     for r in runs:
         by = r.get("measured_by")
         when = "carried: `%s` (%s, commit %s)" % (by["command"], by["date"], by["commit"]) if by else "this run"
-        ratio = "%.2f" % (r["seconds"] / firsts[r["hosts"]]) if r["hosts"] in firsts else "-"
+        key = (r["hosts"], r.get("repeat", 0))
+        ratio = "%.2f" % (r["seconds"] / firsts[key]) if key in firsts else "-"
         cpu = "%.1f" % r["controller_cpu_seconds"] if "controller_cpu_seconds" in r else "-"
-        lines.append("| %d | %s | %d | %s | %s | %d | %d | %s |" % (
-            r["hosts"], r["run"], r["seconds"], ratio, cpu, r["changed"], r["wheel_builds"], when))
+        lines.append("| %d | %d | %s | %d | %s | %s | %d | %d | %s |" % (
+            r["hosts"], r.get("repeat", 0) + 1, r["run"], r["seconds"], ratio, cpu, r["changed"], r["wheel_builds"], when))
+    if data.get("reconverge_over_first"):
+        lines += ["", "Re-converge / first converge over the repeats of this run: median [min - max]:", ""]
+        lines += ["- %s host(s): %.2f [%.2f - %.2f]" % (hosts, s["median"], s["min"], s["max"])
+                  for hosts, s in sorted(data["reconverge_over_first"].items())]
+    if data.get("conditions"):
+        lines += ["", "Machine before the run: %s; VMs %s." % (
+            "; ".join(data["conditions"]["machine_check"]) or "quiet (no other qemu, low load)",
+            "pinned (scripts/lab up --pin: each VM's vCPU 0 on its own host CPU in turn)"
+            if data["conditions"]["pinned"] else "not pinned")]
     lines.append("")
     return "\n".join(lines)
 
 
 def governor(args):
+    # the guest alternates fixed and governed runs `repeats` times itself (benchmarks/governor/governor_runner.py)
     sizes = {"bench_phase_seconds": args.phase_seconds, "bench_repeats": args.repeats}
-    dummy_prepare, dummy_measure, raw, conditions = in_lab_vm("governor", sizes, args)
+    dummy_prepare, dummy_measure, raws, conditions = in_lab_vm("governor", sizes, args)
+    raw = raws[0]
     summary = {}
     for run_ in raw["runs"]:
         for phase in run_["phases"]:
-            entry = summary.setdefault(run_["mode"], {}).setdefault(phase["phase"], {"gaps": [], "rates": [], "quota_end": []})
+            entry = summary.setdefault(run_["mode"], {}).setdefault(
+                phase["phase"], {"gaps": [], "rates": [], "quota_end": [], "p99_per_repeat": []})
             entry["gaps"].extend(phase["gaps_ms"])
             entry["rates"].extend(phase["tokens_per_second"])
             entry["quota_end"].append(phase["quota_seen"][-1] if phase["quota_seen"] else None)
+            entry["p99_per_repeat"].append(stats.percentile(phase["gaps_ms"], 0.99) / raw["slo_p99_ms"])
     for phases in summary.values():
         for entry in phases.values():
             gaps = entry.pop("gaps")
             entry["p50_ms"] = stats.percentile(gaps, 0.5)
             entry["p99_ms"] = stats.percentile(gaps, 0.99)
             entry["p99_over_slo"] = round(entry["p99_ms"] / raw["slo_p99_ms"], 2)
+            entry["p99_over_slo_across_repeats"] = stats.spread(entry.pop("p99_per_repeat"))
             entry["tokens_per_second_median"] = round(statistics.median(entry.pop("rates")), 2)
     data = {"environment": environment(), "note": EMULATION_NOTE, "slo_p99_ms": raw["slo_p99_ms"],
             "configured_quota_percent": raw["configured_quota_percent"], "phase_seconds": args.phase_seconds,
@@ -499,12 +508,17 @@ def governor_markdown(data):
              "its own cgroup, sharing the quota: see benchmarks/governor/governor_runner.py). SLO = 1.1 x the calm p99 at that quota = %.1f ms. "
              "Each phase %d s, %d repeats, fixed and governed runs alternating." % (
                  data["configured_quota_percent"], data["slo_p99_ms"], data["phase_seconds"], data["repeats"]), "",
-             "| mode | phase | p50 ms | p99 ms | p99 / SLO | tokens/s | quota at phase end |", "|---|---|---|---|---|---|---|"]
+             "| mode | phase | p50 ms | p99 ms | p99 / SLO | p99 / SLO per repeat [spread] | tokens/s | quota at phase end |",
+             "|---|---|---|---|---|---|---|---|"]
     for mode, phases in data["summary"].items():
         for phase, entry in phases.items():
-            lines.append("| %s | %s | %s | %s | %.2f | %.2f | %s |" % (
-                mode, phase, entry["p50_ms"], entry["p99_ms"], entry["p99_over_slo"], entry["tokens_per_second_median"],
-                " / ".join(str(q) for q in entry["quota_end"])))
+            across = entry.get("p99_over_slo_across_repeats")
+            per_repeat = "%s [%.2f]" % (" ".join("%.2f" % v for v in across["per_repeat"]),
+                                        across["relative_spread"]) if across else "-"
+            lines.append("| %s | %s | %s | %s | %.2f | %s | %.2f | %s |" % (
+                mode, phase, entry["p50_ms"], entry["p99_ms"], entry["p99_over_slo"], per_repeat,
+                entry["tokens_per_second_median"], " / ".join(str(q) for q in entry["quota_end"])))
+    lines += machine.conditions_markdown(data.get("conditions"))
     lines += ["", "Governor decisions (before -> after, reason):", ""]
     lines += ["- %s%% -> %s%%: %s" % (d["before_percent"], d["after_percent"], d["reason"]) for d in data["decisions"]]
     lines.append("")
@@ -578,6 +592,8 @@ def concurrency_vm(args):
 
 
 def concurrency(args):
+    topology = json.loads((REPO / "benchmarks" / "concurrency" / "topology.json").read_text(encoding="utf-8"))
+    problems = machine.check_machine([vm["name"] for vm in topology["vms"]], args.force, log)
     places = {}
     if not args.skip_native:
         python, directory, build = role_install(*controller_build_class())
@@ -594,7 +610,7 @@ def concurrency(args):
         place["goal_4_clients"] = {server: stats.concurrency_goal(place["summary"], server)
                                    for server in place["summary"] if "4" in place["summary"][server]}
     places = dict(carried_places("concurrency", places), **places)
-    data = {"environment": environment(), "note": EMULATION_NOTE, "slots": CONCURRENCY_SLOTS, "places": places}
+    data = {"environment": environment(), "machine_check": problems, "note": EMULATION_NOTE, "slots": CONCURRENCY_SLOTS, "places": places}
     write_report("concurrency", data, concurrency_markdown(data))
 
 
@@ -633,32 +649,31 @@ def main():
     top = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="benchmark", required=True)
     p = sub.add_parser("isolation")
-    p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--completions", type=int, default=2)
     p.add_argument("--tokens", type=int, default=32)
     p.add_argument("--keep", action="store_true", help="leave the VM running")
     p.add_argument("--reuse", action="store_true", help="use the VM a --keep run left running")
-    p.add_argument("--pin", action="store_true", help="pin the VM's vCPU threads to host CPUs (scripts/lab up --pin)")
-    p.add_argument("--force", action="store_true", help="measure even when the machine is busy (recorded)")
+    machine.add_options(p, repeats=3)
     p.set_defaults(func=isolation)
     p = sub.add_parser("build")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--tokens", type=int, default=64)
     p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--force", action="store_true", help="measure even when the machine is busy (recorded)")
     p.set_defaults(func=build)
     p = sub.add_parser("governor")
     p.add_argument("--phase-seconds", type=int, default=60)
-    p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--keep", action="store_true", help="leave the VM running")
     p.add_argument("--reuse", action="store_true", help="use the VM a --keep run left running")
-    p.add_argument("--pin", action="store_true", help="pin the VM's vCPU threads to host CPUs (scripts/lab up --pin)")
-    p.add_argument("--force", action="store_true", help="measure even when the machine is busy (recorded)")
+    machine.add_options(p, repeats=3)
     p.set_defaults(func=governor)
     p = sub.add_parser("converge")
     p.add_argument("--wheel-cache", help="a wheel cache directory (an empty one counts the builds of a cold run)")
     p.add_argument("--keep", action="store_true", help="leave the last converged VMs running")
     p.add_argument("--hosts", default="1,3", help="host counts to measure (1,3); the others are carried from the committed report")
+    machine.add_options(p, repeats=3)
     p.set_defaults(func=converge)
     p = sub.add_parser("concurrency")
     p.add_argument("--clients", type=int, nargs="+", default=[1, 2, 4, 8])
@@ -672,6 +687,7 @@ def main():
     p.add_argument("--skip-vm", action="store_true")
     p.add_argument("--keep", action="store_true", help="leave the VM running")
     p.add_argument("--reuse", action="store_true", help="use the VM a --keep run left running")
+    p.add_argument("--force", action="store_true", help="measure even when the machine is busy (recorded)")
     p.set_defaults(func=concurrency)
     args = top.parse_args()
     args.func(args)

@@ -77,3 +77,36 @@ def concurrency_goal(summary, server, clients=4, baseline=1):
     p99 = round(mine["inter_token_p99_ms"] / base["inter_token_p99_ms"], 2) if base["inter_token_p99_ms"] else None
     return {"aggregate_speedup": speedup, "inter_token_p99_ratio": p99,
             "met": speedup >= 2.5 and p99 is not None and p99 <= 2.0}
+
+
+def spread(values):
+    """One figure measured once per repeat: its median, range and range over median, so a result says
+    how far a rerun may land from it."""
+    ordered = sorted(values)
+    middle = statistics.median(ordered)
+    return {"median": round(middle, 3), "min": round(ordered[0], 3), "max": round(ordered[-1], 3),
+            "relative_spread": round((ordered[-1] - ordered[0]) / middle, 3) if middle else None,
+            "per_repeat": [round(v, 3) for v in values]}
+
+
+def ratios_across_repeats(per_repeat):
+    """[{ratio name: {figure: value}}] one dict per repeat -> {ratio name: {figure: spread}}."""
+    names = per_repeat[0].keys()
+    return {name: {figure: spread([repeat[name][figure] for repeat in per_repeat]) for figure in per_repeat[0][name]}
+            for name in names}
+
+
+# The isolation goal (issue 8): with a neighbour, the tuned service keeps >= 0.90x its tokens/s alone
+# and <= 1.25x its p99 inter-token gap alone.
+ISOLATION_GOAL = {"tokens_per_second": 0.90, "inter_token_p99": 1.25}
+
+
+def isolation_goal(per_repeat, name):
+    """Whether ratio `name` meets the goal in each repeat and at the median of the repeats."""
+    def met(ratio_):
+        return (ratio_["tokens_per_second"] >= ISOLATION_GOAL["tokens_per_second"]
+                and ratio_["inter_token_p99"] <= ISOLATION_GOAL["inter_token_p99"])
+    medians = {figure: statistics.median(repeat[name][figure] for repeat in per_repeat)
+               for figure in ISOLATION_GOAL}
+    per = [met(repeat[name]) for repeat in per_repeat]
+    return {"ratio": name, "met_per_repeat": per, "met_in_every_repeat": all(per), "met_at_median": met(medians)}

@@ -2,7 +2,8 @@
 
 Each variant is (service port, neighbour unit or none). Per round every variant runs once, in the
 same order, so slow drifts of the machine hit all variants alike; the rounds show the noise.
-Usage: python3 guest_runner.py ROUNDS COMPLETIONS_PER_VARIANT TOKENS [TUNED_UNIT]
+Usage: python3 guest_runner.py ROUNDS COMPLETIONS_PER_VARIANT TOKENS [TUNED_UNIT [VARIANT,...]]
+(every variant unless named; the main job's demonstration measures the CPU neighbour only)
 """
 
 import json
@@ -19,6 +20,8 @@ VARIANTS = [
     ("a_tuned", TUNED_PORT, None),
     ("b_untuned_neighbour", UNTUNED_PORT, "bench-neighbour-anywhere.service"),
     ("c_tuned_neighbour", TUNED_PORT, "bench-neighbour-housekeeping.service"),
+    ("d_untuned_membw_neighbour", UNTUNED_PORT, "bench-membw-anywhere.service"),
+    ("e_tuned_membw_neighbour", TUNED_PORT, "bench-membw-housekeeping.service"),
 ]
 SETTLE_SECONDS = 2
 API_KEY = os.environ.get("CPUINFER_PROBE_API_KEY", "")  # the tuned service's, where it has one
@@ -52,18 +55,19 @@ def measure_variant(port, neighbour, completions, tokens):
 def main():
     rounds, completions, tokens = (int(a) for a in sys.argv[1:4])
     tuned_unit = sys.argv[4] if len(sys.argv) > 4 else "cpuinfer-llama-bench.service"
+    chosen = sys.argv[5].split(",") if len(sys.argv) > 5 else [name for name, dummy_port, dummy_unit in VARIANTS]
+    variants = [variant for variant in VARIANTS if variant[0] in chosen]
     for port in (TUNED_PORT, UNTUNED_PORT):
         stream_probe.measure(port, tokens, API_KEY)  # warm-up: page in the model, fill caches
     results = []
     for round_index in range(rounds):
-        for name, port, neighbour in VARIANTS:
+        for name, port, neighbour in variants:
             for sample in measure_variant(port, neighbour, completions, tokens):
                 sample.update(variant=name, round=round_index)
                 results.append(sample)
     print(json.dumps({
         "units": {unit: unit_settings(unit) for unit in
-                  (tuned_unit, "bench-untuned.service", "system.slice",
-                   "bench-neighbour-housekeeping.service", "bench-neighbour-anywhere.service")},
+                  [tuned_unit, "bench-untuned.service", "system.slice"] + [unit for dummy_name, dummy_port, unit in variants if unit]},
         "nproc": subprocess.run(["nproc", "--all"], capture_output=True, text=True, check=True).stdout.strip(),
         "samples": results,
     }))

@@ -33,6 +33,12 @@ def threads(pid: int, proc: str = "/proc") -> list[dict]:
     return found
 
 
+def rotated(host_cpus: list[int], offset: int) -> list[int]:
+    """host_cpus starting at position offset (mod its length): the VM started offset-th gets its own first CPU."""
+    start = offset % len(host_cpus)
+    return host_cpus[start:] + host_cpus[:start]
+
+
 def pinning_plan(found: list[dict], host_cpus: list[int], housekeeping: list[int]) -> dict[int, dict]:
     """tid -> {name, cpus}: vCPU n on host CPU host_cpus[n mod len], every other qemu thread on the
     housekeeping CPUs (the host CPUs that mirror the guest's housekeeping CPU)."""

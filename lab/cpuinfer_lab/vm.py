@@ -227,8 +227,9 @@ def wait_ready(record: VmRecord, timeout: float) -> float:
     raise LabError(f"VM {record.name}: no ssh after {timeout:.0f}s; serial log: {record.serial_log}")
 
 
-def _launch(spec: VmSpec, log) -> VmRecord:
-    """Start qemu for spec on a fresh overlay (stopping a leftover VM of that name first)."""
+def _launch(spec: VmSpec, log, pin_offset: int = 0) -> VmRecord:
+    """Start qemu for spec on a fresh overlay (stopping a leftover VM of that name first); pinned
+    with its host CPUs rotated by pin_offset, so VMs started together do not all start on CPU 0."""
     if spec.arch not in QEMU_BY_ARCH:
         raise LabError(f"unknown architecture {spec.arch!r}")
     img = images.build(spec.arch, log=log)
@@ -255,23 +256,24 @@ def _launch(spec: VmSpec, log) -> VmRecord:
     if launch.returncode != 0:
         raise LabError(f"VM {spec.name}: qemu did not start: {launch.stderr.strip()}")
     if spec.pin:
-        record.pinning = _pin(spec.name)
+        record.pinning = _pin(spec.name, pin_offset)
     (vmdir / "vm.json").write_text(json.dumps(asdict(record), indent=2) + "\n", encoding="utf-8")
     return record
 
 
-def _pin(name: str) -> dict[str, list[int]]:
-    """vCPU n on host CPU n (mod the CPUs this process may use), qemu's other threads on the first."""
+def _pin(name: str, offset: int = 0) -> dict[str, list[int]]:
+    """vCPU n on host CPU n + offset (mod the CPUs this process may use), qemu's other threads on the
+    host CPU of vCPU 0, which mirrors the guest's housekeeping CPU."""
     pid = running_pid(name)
     if pid is None:
         raise LabError(f"VM {name}: qemu is not running, nothing to pin")
-    host_cpus = sorted(os.sched_getaffinity(0))
+    host_cpus = threads.rotated(sorted(os.sched_getaffinity(0)), offset)
     return threads.apply(threads.pinning_plan(threads.threads(pid), host_cpus, host_cpus[:1]))
 
 
 def start_many(specs: list[VmSpec], boot_timeout: float = 300.0, log=print) -> list[VmRecord]:
     """Launch every VM first, then wait for each: boots overlap instead of queueing."""
-    records = [_launch(spec, log) for spec in specs]
+    records = [_launch(spec, log, pin_offset=index) for index, spec in enumerate(specs)]
     started = time.monotonic()
     for record in records:
         remaining = max(boot_timeout - (time.monotonic() - started), 1.0)

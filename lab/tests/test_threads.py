@@ -55,3 +55,13 @@ def test_cpu_used_between_two_readings_sums_threads_of_one_name():
     after = [{"tid": 1, "name": "CPU 0/TCG", "cpu_seconds": 3.5}, {"tid": 2, "name": "worker", "cpu_seconds": 0.75},
              {"tid": 3, "name": "worker", "cpu_seconds": 0.25}]
     assert threads.cpu_used(before, after) == {"CPU 0/TCG": 2.5, "worker": 0.5}
+
+
+def test_vms_started_together_begin_on_different_host_cpus(tmp_path):
+    assert threads.rotated([0, 1], 0) == [0, 1]
+    assert threads.rotated([0, 1], 1) == [1, 0]
+    assert threads.rotated([0, 1], 2) == [0, 1]
+    fake_process(tmp_path, 10, [(10, "qemu-system-x86", 0, 0), (12, "CPU 0/TCG", 0, 0)])
+    second_vm = threads.rotated([0, 1], 1)
+    plan = threads.pinning_plan(threads.threads(10, str(tmp_path)), second_vm, second_vm[:1])
+    assert {entry["name"]: entry["cpus"] for entry in plan.values()} == {"qemu-system-x86": [1], "CPU 0/TCG": [1]}

@@ -1,4 +1,4 @@
-"""What the benchmarks read (ansible-playbook's output, the committed reports) and check (a busy machine)."""
+"""What the benchmarks read (ansible-playbook's output, the committed reports) and the tables they write."""
 
 import sys
 from pathlib import Path
@@ -66,9 +66,9 @@ def test_converge_runs_of_skipped_host_counts_are_carried_and_printed_as_such(tm
             "runs": [dict(run, hosts=1, seconds=300), again] + carried}
     table = bench.converge_markdown(data)
     assert "ansible-playbook with ANSIBLE_PIPELINING=true" in table
-    assert "| 1 | first converge | 300 | 1.00 | - | 75 | 0 | this run |" in table
-    assert "| 1 | re-converge | 90 | 0.30 | 41.3 | 0 | 0 | this run |" in table
-    assert "| 3 | first converge | 779 | 1.00 | - | 75 | 0 | carried: `benchmarks/run converge` (d, commit abc) |" in table
+    assert "| 1 | 1 | first converge | 300 | 1.00 | - | 75 | 0 | this run |" in table
+    assert "| 1 | 1 | re-converge | 90 | 0.30 | 41.3 | 0 | 0 | this run |" in table
+    assert "| 3 | 1 | first converge | 779 | 1.00 | - | 75 | 0 | carried: `benchmarks/run converge` (d, commit abc) |" in table
 
 
 def test_a_playbook_reports_the_controller_cpu_it_cost(tmp_path, monkeypatch):
@@ -89,28 +89,41 @@ def _renamed_run(run, name, replacement):
     return wrapped
 
 
-def test_a_busy_machine_is_named(tmp_path, monkeypatch):
-    monkeypatch.setattr(bench.os, "getloadavg", lambda: (0.1, 0.1, 0.1))
-    for pid, argv in ((10, [b"qemu-system-x86_64", b"-name", b"cpuinfer-lab:bench-iso-1,debug-threads=on"]),
-                      (11, [b"qemu-system-aarch64", b"-name", b"cpuinfer-lab:mol-arm64"]),
-                      (12, [b"/usr/bin/python3", b"x"])):
-        (tmp_path / str(pid)).mkdir()
-        (tmp_path / str(pid) / "cmdline").write_bytes(b"\0".join(argv) + b"\0")
-    assert bench.busy_machine(["bench-iso-1"], str(tmp_path)) == ["another qemu runs: pid 11 (cpuinfer-lab:mol-arm64)"]
-    monkeypatch.setattr(bench.os, "getloadavg", lambda: (9.0, 1, 1))
-    assert bench.busy_machine(["bench-iso-1", "mol-arm64"], str(tmp_path))[0].startswith("load average 9.00")
-    with pytest.raises(SystemExit, match="busy"):
-        monkeypatch.setattr(bench, "busy_machine", lambda own: ["load average 9.00 on 2 CPUs"])
-        bench.check_machine(["bench-iso-1"], force=False)
-    assert bench.check_machine(["bench-iso-1"], force=True) == ["load average 9.00 on 2 CPUs"]
+def test_reconverge_ratios_pair_each_repeat_with_its_own_first_converge():
+    runs = [{"hosts": 1, "repeat": 0, "run": "first converge", "seconds": 400},
+            {"hosts": 1, "repeat": 0, "run": "re-converge", "seconds": 100},
+            {"hosts": 1, "repeat": 1, "run": "first converge", "seconds": 200},
+            {"hosts": 1, "repeat": 1, "run": "re-converge", "seconds": 100},
+            {"hosts": 1, "repeat": 2, "run": "first converge", "seconds": 300},
+            {"hosts": 1, "repeat": 2, "run": "re-converge", "seconds": 90}]
+    spread = bench.reconverge_ratios(runs)["1"]
+    assert spread["per_repeat"] == [0.25, 0.5, 0.3]
+    assert (spread["median"], spread["min"], spread["max"]) == (0.3, 0.25, 0.5)
 
 
-def test_qemu_thread_cpu_during_the_measurement_and_its_report():
-    before = {"vm": {"pinning": {}, "threads": [{"tid": 1, "name": "CPU 0/TCG", "cpu_seconds": 10.0},
-                                                {"tid": 2, "name": "qemu-system-x86", "cpu_seconds": 1.0}]}}
-    after = {"vm": {"pinning": {"CPU 0/TCG": [0]}, "threads": [{"tid": 1, "name": "CPU 0/TCG", "cpu_seconds": 70.5},
-                                                               {"tid": 2, "name": "qemu-system-x86", "cpu_seconds": 4.0}]}}
-    used = bench.thread_cpu_during(before, after)
-    assert used == {"vm": {"pinning": {"CPU 0/TCG": [0]}, "cpu_seconds": {"CPU 0/TCG": 60.5, "qemu-system-x86": 3.0}}}
-    lines = bench.conditions_markdown({"machine_check": [], "qemu_threads": used})
-    assert "quiet" in lines[1] and "CPU 0/TCG 60.5 s, qemu-system-x86 3.0 s (CPU 0/TCG on [0])" in lines[2]
+def _isolation_samples(repeat, rates):
+    return [{"variant": variant, "round": 0, "repeat": repeat, "tokens_per_second": rate, "first_token_ms": 50.0,
+             "gaps_ms": [1000.0 / rate] * 10} for variant, rate in rates.items()]
+
+
+def test_the_isolation_report_gives_every_ratio_per_repeat_and_the_goal_per_repeat():
+    solo = {"a_untuned": 40.0, "a_tuned": 30.0, "b_untuned_neighbour": 10.0, "d_untuned_membw_neighbour": 20.0,
+            "e_tuned_membw_neighbour": 24.0}
+    repeats = [dict(solo, c_tuned_neighbour=28.5), dict(solo, c_tuned_neighbour=24.0), dict(solo, c_tuned_neighbour=29.0)]
+    per_repeat = []
+    for rates in repeats:
+        summary = bench.stats.summarize(_isolation_samples(0, rates))
+        per_repeat.append({"%s/%s" % pair: bench.stats.ratio(summary, *pair) for pair in bench.ISOLATION_RATIOS})
+    data = {"environment": {"command": "benchmarks/run isolation", "date": "d", "commit": "c", "controller_cpu": "x",
+                            "controller_cpus": 2},
+            "note": "n", "repeats": 3, "measure_seconds": [200, 201, 199], "rounds": 1, "completions_per_variant": 1,
+            "tokens_per_completion": 10, "units": {},
+            "samples": [s for index, rates in enumerate(repeats) for s in _isolation_samples(index, rates)],
+            "ratios": bench.stats.ratios_across_repeats(per_repeat),
+            "goal": [bench.stats.isolation_goal(per_repeat, "c_tuned_neighbour/a_tuned")],
+            "conditions": {"machine_check": [], "pinned": True, "qemu_threads_per_repeat": []}}
+    data["summary"] = bench.stats.summarize(data["samples"])
+    table = bench.isolation_markdown(data)
+    assert "| c_tuned_neighbour | 28.50 | 28.50 24.00 29.00 |" in table
+    assert "| c_tuned_neighbour/a_tuned | 0.95 [0.80 - 0.97] | 0.95 0.80 0.97 |" in table
+    assert "- c_tuned_neighbour/a_tuned: met in 2 of 3 repeats; met at the median." in table
