@@ -1,5 +1,5 @@
 """The alert and recording rules: promtool accepts them, their unit tests (input series -> expected
-alerts) pass, and every cpuinfer metric they read is one the agent writes."""
+alerts) pass, and every cpuinfer metric they read is one the agent (or verify.yml's drift filter) writes."""
 
 import re
 import subprocess
@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from ansible_collections.cpuinfer.llm.plugins.filter.drift_metrics import drift_exposition
 
 from test_grafana_dashboard import emitted_names
 
@@ -35,7 +38,8 @@ def test_every_alert_has_a_test_and_reads_metrics_the_agent_writes(tmp_path):
     groups = yaml.safe_load(RULES.read_text())["groups"]
     rules = [rule for group in groups for rule in group["rules"]]
     recorded = {rule["record"] for rule in rules if "record" in rule}
-    emitted = emitted_names(tmp_path) | recorded
+    drift = drift_exposition({"h": [{"setting": "s", "in_sync": False}]}, 1.0)
+    emitted = emitted_names(tmp_path) | recorded | {family.name for family in text_string_to_metric_families(drift)}
     for rule in rules:
         for name in re.findall(r"\b(cpuinfer_[a-z_]+|unit:[a-z_:0-9]+)", rule["expr"]):
             assert name in emitted, (rule.get("alert") or rule.get("record"), name)
