@@ -22,6 +22,12 @@ for timer in apt-daily.timer apt-daily-upgrade.timer fstrim.timer e2scrub_all.ti
   chroot "$root" systemctl mask "$timer"
 done
 
+# node_exporter is baked in (amd64) for the metrics role, which enables it; a host without that
+# role exposes no port.
+if [ -e "$root/lib/systemd/system/prometheus-node-exporter.service" ]; then
+  chroot "$root" systemctl disable prometheus-node-exporter.service
+fi
+
 mkdir -p "$root/etc/systemd/journald.conf.d"
 printf '[Journal]\nStorage=volatile\n' > "$root/etc/systemd/journald.conf.d/lab.conf"
 printf '/dev/vda / ext4 rw,errors=remount-ro 0 1\n' > "$root/etc/fstab"

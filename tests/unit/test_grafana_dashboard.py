@@ -46,6 +46,9 @@ def emitted_names(tmp_path):
 def test_datasource_is_a_variable_everywhere():
     variables = {v["name"]: v for v in DASHBOARD["templating"]["list"]}
     assert variables["datasource"]["type"] == "datasource"
+    # the import dialog asks for the data source (__inputs) and makes it the variable's default
+    assert [(i["name"], i["type"], i["pluginId"]) for i in DASHBOARD["__inputs"]] == [("DS_PROMETHEUS", "datasource", "prometheus")]
+    assert variables["datasource"]["current"]["value"] == "${DS_PROMETHEUS}"
     assert variables["datasource"]["query"] == "prometheus"
     for panel in DASHBOARD["panels"]:
         assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, panel["title"]
