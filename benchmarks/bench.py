@@ -173,7 +173,7 @@ def isolation(args):
             "goal": [stats.isolation_goal(per_repeat, name) for name in
                      ("c_tuned_neighbour/a_tuned", "e_tuned_membw_neighbour/a_tuned")],
             "conditions": conditions, "samples": samples}
-    write_report("isolation", data, isolation_markdown(data))
+    write_report(args.report, data, isolation_markdown(data))
 
 
 def isolation_markdown(data):
@@ -654,6 +654,8 @@ def main():
     p.add_argument("--tokens", type=int, default=32)
     p.add_argument("--keep", action="store_true", help="leave the VM running")
     p.add_argument("--reuse", action="store_true", help="use the VM a --keep run left running")
+    p.add_argument("--report", default="isolation",
+                   help="write docs/benchmarks/REPORT.{json,md} (a second run beside the first, to compare them)")
     machine.add_options(p, repeats=3)
     p.set_defaults(func=isolation)
     p = sub.add_parser("build")
