@@ -160,7 +160,9 @@ def test_node_exporter_runs_with_the_roles_flags(host):
 
 
 def test_both_targets_are_scraped(prometheus):
-    up = wait_for(prometheus, 'up == 1 and on (job) (count_over_time(up[1m]) >= 3)')
+    # both targets up, each in three scrapes at least (a query answers as soon as one target does)
+    wait_for(prometheus, 'count(up == 1 and on (job, instance) count_over_time(up[1m]) >= 3) == 2')
+    up = query(prometheus, "up == 1")
     assert sorted(series["metric"]["job"] for series in up) == ["llama-server", "node"], up
     # the engine's own /metrics beside the textfile: llama.cpp's names, scraped with the API key
     assert wait_for(prometheus, 'llamacpp:tokens_predicted_total{unit="%s"} > 0' % LLAMA)
