@@ -220,7 +220,10 @@ def wait_ready(record: VmRecord, timeout: float) -> float:
     while time.monotonic() - started < timeout:
         if running_pid(record.name) is None:
             raise LabError(f"VM {record.name}: qemu exited during boot; serial log: {record.serial_log}")
-        probe = subprocess.run([*ssh_argv(record), "true"], capture_output=True, check=False, timeout=30)
+        try:
+            probe = subprocess.run([*ssh_argv(record), "true"], capture_output=True, check=False, timeout=30)
+        except subprocess.TimeoutExpired:
+            continue  # sshd accepted but answered slowly (a loaded machine): still booting, ask again
         if probe.returncode == 0:
             return time.monotonic() - started
         time.sleep(2)

@@ -144,3 +144,24 @@ def test_numa_nodes_that_do_not_split_the_vm_evenly_are_refused(lab_state, tmp_p
 
     with pytest.raises(vm.LabError, match="do not split evenly"):
         vm._qemu_argv(vm.VmSpec(name="odd", cpus=3, numa_nodes=2), image.Image("amd64", tmp_path), tmp_path, 1, {})
+
+
+def test_a_slow_ssh_answer_during_boot_is_asked_again_not_fatal(lab_state, monkeypatch):
+    proc = _fake_qemu("slow")
+    answers = [subprocess.TimeoutExpired(["ssh"], 30), subprocess.CompletedProcess(["ssh"], 255),
+               subprocess.CompletedProcess(["ssh"], 0)]
+
+    def fake_run(argv, **kwargs):
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+    try:
+        _write_pidfile("slow", proc.pid)
+        record = vm.VmRecord("slow", "amd64", 1, 512, "max", "tcg", 2200, {}, "/k", "/s", "/i")
+        monkeypatch.setattr(vm.subprocess, "run", fake_run)
+        monkeypatch.setattr(vm.time, "sleep", lambda seconds: None)
+        assert vm.wait_ready(record, timeout=60) >= 0
+        assert answers == []
+    finally:
+        proc.kill()
