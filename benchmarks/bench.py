@@ -148,8 +148,8 @@ def in_lab_vm(name, sizes, args, repeats=1):
     finally:
         if not args.keep:
             lab("down", *vm_names)
-    return prepare_s, measure_s, raws, {"machine_check": problems, "pinned": args.pin,
-                                         "qemu_threads_per_repeat": thread_cpu}
+    conditions = {"machine_check": problems, "pinned": args.pin, "qemu_threads_per_repeat": thread_cpu}
+    return prepare_s, measure_s, raws, conditions
 
 
 ISOLATION_RATIOS = [("b_untuned_neighbour", "a_untuned"), ("c_tuned_neighbour", "a_tuned"),
