@@ -155,23 +155,32 @@ def in_lab_vm(name, sizes, args, repeats=1):
 ISOLATION_RATIOS = [("b_untuned_neighbour", "a_untuned"), ("c_tuned_neighbour", "a_tuned"),
                     ("d_untuned_membw_neighbour", "a_untuned"), ("e_tuned_membw_neighbour", "a_tuned"),
                     ("b_untuned_neighbour", "a_tuned"), ("c_tuned_neighbour", "a_untuned")]
+# The ratios the isolation goal judges: each tuned service with a neighbour against itself alone.
+ISOLATION_GOAL_RATIOS = [("c_tuned_neighbour", "a_tuned"), ("e_tuned_membw_neighbour", "a_tuned")]
+
+
+def ratio_name(pair):
+    return "%s/%s" % pair
+
+
+def isolation_results(raws):
+    """The repeats' raw samples -> each repeat's own summary, every ratio's spread over the repeats
+    (each computed within one repeat) and the goal for the ratios it judges."""
+    summaries = [stats.summarize(raw["samples"]) for raw in raws]
+    per_repeat = [{ratio_name(pair): stats.ratio(summary, *pair) for pair in ISOLATION_RATIOS}
+                  for summary in summaries]
+    return {"summary_per_repeat": summaries, "ratios": stats.ratios_across_repeats(per_repeat),
+            "goal": [stats.isolation_goal(per_repeat, ratio_name(pair)) for pair in ISOLATION_GOAL_RATIOS]}
 
 
 def isolation(args):
     sizes = {"bench_rounds": args.rounds, "bench_completions": args.completions, "bench_tokens": args.tokens}
     prepare_s, measure_s, raws, conditions = in_lab_vm("isolation", sizes, args, repeats=args.repeats)
-    per_repeat = []
-    for raw in raws:
-        summary = stats.summarize(raw["samples"])
-        per_repeat.append({"%s/%s" % pair: stats.ratio(summary, *pair) for pair in ISOLATION_RATIOS})
     samples = [dict(sample, repeat=index) for index, raw in enumerate(raws) for sample in raw["samples"]]
     data = {"environment": environment(), "note": EMULATION_NOTE, "prepare_seconds": round(prepare_s),
             "measure_seconds": measure_s, "repeats": args.repeats, "rounds": args.rounds,
             "completions_per_variant": args.completions, "tokens_per_completion": args.tokens,
-            "units": raws[-1]["units"], "summary": stats.summarize(samples),
-            "ratios": stats.ratios_across_repeats(per_repeat),
-            "goal": [stats.isolation_goal(per_repeat, name) for name in
-                     ("c_tuned_neighbour/a_tuned", "e_tuned_membw_neighbour/a_tuned")],
+            "units": raws[-1]["units"], "summary": stats.summarize(samples), **isolation_results(raws),
             "conditions": conditions, "samples": samples}
     write_report(args.report, data, isolation_markdown(data))
 
@@ -190,8 +199,8 @@ def isolation_markdown(data):
              "| variant | tokens/s (median, all repeats) | median per repeat | ms/token | p50 gap ms | p99 gap ms |",
              "|---|---|---|---|---|---|"]
     for name, s in data["summary"].items():
-        per_repeat = [statistics.median(x["tokens_per_second"] for x in data["samples"]
-                                        if x["variant"] == name and x["repeat"] == r) for r in range(data["repeats"])]
+        per_repeat = [summary[name]["tokens_per_second_median"] for summary in data["summary_per_repeat"]
+                      if name in summary]
         lines.append("| %s | %.2f | %s | %.0f | %s | %s |" % (
             name, s["tokens_per_second_median"], " ".join("%.2f" % r for r in per_repeat),
             s["ms_per_token_median"], s["inter_token_p50_ms"], s["inter_token_p99_ms"]))

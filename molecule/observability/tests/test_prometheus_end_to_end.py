@@ -17,6 +17,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
 import pytest
 import yaml
@@ -65,7 +66,8 @@ def _get(url, data=None, headers=None):
 
 
 def _write_config(directory, vm_name, forwarded):
-    rules = yaml.safe_load(open(RULES, encoding="utf-8"))
+    with open(RULES, encoding="utf-8") as handle:
+        rules = yaml.safe_load(handle)
     for group in rules["groups"]:
         group["interval"] = "5s"
         for rule in group["rules"]:
@@ -103,10 +105,12 @@ def prometheus(tmp_path_factory):
     vm_name, forwarded = _forwarded_ports()
     _write_config(directory, vm_name, forwarded)
     port = _free_port()
-    server = subprocess.Popen(
-        [PROMETHEUS, "--config.file=prometheus.yml", "--storage.tsdb.path=data",
-         "--web.listen-address=127.0.0.1:%d" % port, "--log.level=warn"],
-        cwd=directory, stdout=subprocess.DEVNULL, stderr=open(os.path.join(directory, "log"), "w", encoding="utf-8"))
+    log_path = os.path.join(directory, "log")
+    with open(log_path, "w", encoding="utf-8") as log:
+        server = subprocess.Popen(
+            [PROMETHEUS, "--config.file=prometheus.yml", "--storage.tsdb.path=data",
+             "--web.listen-address=127.0.0.1:%d" % port, "--log.level=warn"],
+            cwd=directory, stdout=subprocess.DEVNULL, stderr=log)
     stop = threading.Event()
     load = threading.Thread(target=_load, args=("http://127.0.0.1:%s/completion" % forwarded[LLAMA_PORT], stop), daemon=True)
     load.start()
@@ -119,7 +123,7 @@ def prometheus(tmp_path_factory):
                     break
             except OSError:
                 pass
-            assert time.monotonic() < deadline and server.poll() is None, open(os.path.join(directory, "log")).read()
+            assert time.monotonic() < deadline and server.poll() is None, Path(log_path).read_text(encoding="utf-8")
             time.sleep(1)
         yield {"api": api, "vm": vm_name, "stop_load": stop}
     finally:
