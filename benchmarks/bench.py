@@ -8,6 +8,7 @@
   governor   p99 per phase of a ramping neighbour, fixed CPU quota vs the SLO governor
   concurrency  1/2/4/8 concurrent streaming clients, llama-server vs the Python server, on this machine
              natively and in a lab VM
+  cores      whether this machine's CPUs slow each other down, below any VM (host_cores.py)
 
 Run through benchmarks/run, which sets up the environment (README's command).
 """
@@ -25,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+import host_cores
 import machine
 import stats
 
@@ -170,7 +172,28 @@ def isolation_results(raws):
     per_repeat = [{ratio_name(pair): stats.ratio(summary, *pair) for pair in ISOLATION_RATIOS}
                   for summary in summaries]
     return {"summary_per_repeat": summaries, "ratios": stats.ratios_across_repeats(per_repeat),
-            "goal": [stats.isolation_goal(per_repeat, ratio_name(pair)) for pair in ISOLATION_GOAL_RATIOS]}
+            "goal": [stats.isolation_goal(per_repeat, ratio_name(pair)) for pair in ISOLATION_GOAL_RATIOS],
+            "server_side": server_side_rates(raws)}
+
+
+def server_side_rates(raws):
+    """The service's decode rate as llama-server counted it (guest_runner reads its counters around
+    every completion): per variant its median over all repeats, and every ratio's spread over the
+    repeats. The client's own figures include its delays on the housekeeping CPU; these do not.
+    None for runs whose samples lack the server's figure (reports before 2026-12-02, no --metrics)."""
+    samples = [sample for raw in raws for sample in raw["samples"]]
+    if not samples or any(sample.get("server_tokens_per_second") is None for sample in samples):
+        return None
+    per_repeat = []
+    for raw in raws:
+        medians = {variant: statistics.median(s["server_tokens_per_second"] for s in raw["samples"] if s["variant"] == variant)
+                   for variant in {s["variant"] for s in raw["samples"]}}
+        per_repeat.append({ratio_name(pair): {"server_tokens_per_second": round(medians[pair[0]] / medians[pair[1]], 3)}
+                           for pair in ISOLATION_RATIOS})
+    return {"tokens_per_second_median": {
+                variant: round(statistics.median(s["server_tokens_per_second"] for s in samples if s["variant"] == variant), 3)
+                for variant in sorted({s["variant"] for s in samples})},
+            "ratios": stats.ratios_across_repeats(per_repeat)}
 
 
 def isolation(args):
@@ -217,10 +240,27 @@ def isolation_markdown(data):
         lines.append("- %s: met in %d of %d repeats; %s at the median." % (
             goal["ratio"], sum(goal["met_per_repeat"]), len(goal["met_per_repeat"]),
             "met" if goal["met_at_median"] else "not met"))
+    lines += server_side_markdown(data.get("server_side"))
     lines += machine.conditions_markdown(data.get("conditions"))
     lines += ["", "Units as measured (systemctl show):", "", "```",
               json.dumps(data["units"], indent=1), "```", ""]
     return "\n".join(lines)
+
+
+def server_side_markdown(server_side):
+    if not server_side:
+        return []
+    lines = ["", "The service's own decode rate (llama-server's `tokens_predicted_total` over "
+             "`tokens_predicted_seconds_total`, read around every completion; the measuring client's delays are "
+             "not in it): median over the repeats per variant, then each ratio median [min - max] and per repeat:", "",
+             "| variant | server tokens/s |", "|---|---|"]
+    lines += ["| %s | %.2f |" % item for item in server_side["tokens_per_second_median"].items()]
+    lines += ["", "| ratio | server tokens/s | per repeat |", "|---|---|---|"]
+    for name, figures in server_side["ratios"].items():
+        rate = figures["server_tokens_per_second"]
+        lines.append("| %s | %.2f [%.2f - %.2f] | %s |" % (name, rate["median"], rate["min"], rate["max"],
+                                                           " ".join("%.2f" % v for v in rate["per_repeat"])))
+    return lines
 
 
 LLAMA_VERSION = "0.3.36"
@@ -654,6 +694,14 @@ def concurrency_markdown(data):
     return "\n".join(lines)
 
 
+def cores(args):
+    problems = machine.check_machine([], args.force, log)
+    samples = host_cores.measure(args.rounds, args.seconds, log=log)
+    data = {"environment": environment(), "rounds": args.rounds, "seconds": args.seconds, "measured_cpu": 1,
+            "other_cpu": 0, "machine_check": problems, "summary": host_cores.summarize(samples), "samples": samples}
+    write_report("host-cores", data, host_cores.markdown(data))
+
+
 def main():
     top = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="benchmark", required=True)
@@ -700,6 +748,11 @@ def main():
     p.add_argument("--reuse", action="store_true", help="use the VM a --keep run left running")
     p.add_argument("--force", action="store_true", help="measure even when the machine is busy (recorded)")
     p.set_defaults(func=concurrency)
+    p = sub.add_parser("cores")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--seconds", type=int, default=5, help="per measurement")
+    p.add_argument("--force", action="store_true", help="measure even when the machine is busy (recorded)")
+    p.set_defaults(func=cores)
     args = top.parse_args()
     args.func(args)
 

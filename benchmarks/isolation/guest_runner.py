@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 import stream_probe
 
@@ -40,12 +42,53 @@ def unit_settings(unit):
     return settings
 
 
+# llama-server's own counters (--metrics): tokens predicted and the seconds it spent predicting them.
+# Their rate is the service's decode rate as the server saw it, which the measuring client (this
+# process, on the housekeeping CPU beside the neighbour on a tuned host) cannot slow down.
+PREDICTED_TOKENS, PREDICTED_SECONDS = "llamacpp:tokens_predicted_total", "llamacpp:tokens_predicted_seconds_total"
+
+
+def parse_counters(exposition):
+    values = {}
+    for line in exposition.splitlines():
+        name, dummy_space, value = line.partition(" ")
+        if name in (PREDICTED_TOKENS, PREDICTED_SECONDS):
+            values[name] = float(value)
+    return values if len(values) == 2 else None
+
+
+def server_counters(port):
+    """The prediction counters of the server on PORT; None where it has no /metrics."""
+    headers = {"Authorization": "Bearer " + API_KEY} if API_KEY else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%d/metrics" % port, headers=headers),
+                                    timeout=30) as response:
+            return parse_counters(response.read().decode())
+    except (urllib.error.URLError, OSError):
+        return None
+
+
+def server_rate(before, after):
+    """Tokens per second of prediction between two readings of the counters; None without both."""
+    if not before or not after or after[PREDICTED_SECONDS] <= before[PREDICTED_SECONDS]:
+        return None
+    return round((after[PREDICTED_TOKENS] - before[PREDICTED_TOKENS])
+                 / (after[PREDICTED_SECONDS] - before[PREDICTED_SECONDS]), 3)
+
+
+def measure_completion(port, tokens):
+    before = server_counters(port)
+    sample = stream_probe.measure(port, tokens, API_KEY)
+    sample["server_tokens_per_second"] = server_rate(before, server_counters(port))
+    return sample
+
+
 def measure_variant(port, neighbour, completions, tokens):
     if neighbour:
         systemctl("start", neighbour)
         time.sleep(SETTLE_SECONDS)
     try:
-        return [stream_probe.measure(port, tokens, API_KEY) for dummy_completion in range(completions)]
+        return [measure_completion(port, tokens) for dummy_completion in range(completions)]
     finally:
         if neighbour:
             systemctl("stop", neighbour)

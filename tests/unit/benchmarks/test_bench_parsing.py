@@ -125,3 +125,16 @@ def test_the_isolation_report_gives_every_ratio_per_repeat_and_the_goal_per_repe
 
 def test_every_ratio_the_goal_judges_is_one_the_report_computes():
     assert set(bench.ISOLATION_GOAL_RATIOS) <= set(bench.ISOLATION_RATIOS)
+
+
+def test_the_servers_own_rate_gives_its_ratios_per_repeat_and_none_without_it():
+    def raw(rates):
+        return {"samples": [dict(s, server_tokens_per_second=rates[s["variant"]] * 2)
+                            for s in _isolation_samples(0, rates)]}
+    solo = {"a_untuned": 40.0, "a_tuned": 30.0, "b_untuned_neighbour": 10.0, "c_tuned_neighbour": 27.0,
+            "d_untuned_membw_neighbour": 20.0, "e_tuned_membw_neighbour": 24.0}
+    server = bench.server_side_rates([raw(solo), raw(dict(solo, c_tuned_neighbour=15.0))])
+    assert server["ratios"]["c_tuned_neighbour/a_tuned"]["server_tokens_per_second"]["per_repeat"] == [0.9, 0.5]
+    assert server["tokens_per_second_median"]["c_tuned_neighbour"] == 42.0
+    assert "| c_tuned_neighbour/a_tuned | 0.70 [0.50 - 0.90] | 0.90 0.50 |" in bench.server_side_markdown(server)
+    assert bench.server_side_rates([{"samples": _isolation_samples(0, solo)}]) is None
