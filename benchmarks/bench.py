@@ -197,6 +197,10 @@ def server_side_rates(raws):
 
 
 def isolation(args):
+    if args.from_samples:
+        data = rendered_again(OUT / ("%s.json" % args.report))
+        write_report(args.report, data, isolation_markdown(data))
+        return
     sizes = {"bench_rounds": args.rounds, "bench_completions": args.completions, "bench_tokens": args.tokens}
     prepare_s, measure_s, raws, conditions = in_lab_vm("isolation", sizes, args, repeats=args.repeats)
     samples = [dict(sample, repeat=index) for index, raw in enumerate(raws) for sample in raw["samples"]]
@@ -208,11 +212,22 @@ def isolation(args):
     write_report(args.report, data, isolation_markdown(data))
 
 
+def rendered_again(report):
+    """A committed isolation report recomputed from its own samples by this commit's summaries (new
+    figures, the same measurement): its environment stays the run's, `rendered_by` names this commit."""
+    data = json.loads(report.read_text(encoding="utf-8"))
+    raws = [{"samples": [s for s in data["samples"] if s["repeat"] == index]} for index in range(data["repeats"])]
+    data.update(isolation_results(raws), summary=stats.summarize(data["samples"]),
+                rendered_by=environment()["commit"])
+    return data
+
+
 def isolation_markdown(data):
     env = data["environment"]
     lines = ["# Isolation under a noisy neighbour", "", data["note"], "",
-             "Command: `%s` (%s, commit %s, controller: %s, %s CPUs)." % (
-                 env["command"], env["date"], env["commit"], env["controller_cpu"], env["controller_cpus"]),
+             "Command: `%s` (%s, commit %s, controller: %s, %s CPUs)%s." % (
+                 env["command"], env["date"], env["commit"], env["controller_cpu"], env["controller_cpus"],
+                 "; recomputed from its samples at commit %s" % data["rendered_by"] if "rendered_by" in data else ""),
              "", "VM: 2 vCPUs, model llama-bench (files/make_gguf_model.py). %d repeats of the whole measurement "
              "(%s s each); each repeat: %d rounds x %d completions x %d tokens per variant, the variants "
              "interleaved in every round. Neighbours: b/c `stress-ng --cpu`, d/e `stress-ng --stream` "
@@ -713,6 +728,8 @@ def main():
     p.add_argument("--reuse", action="store_true", help="use the VM a --keep run left running")
     p.add_argument("--report", default="isolation",
                    help="write docs/benchmarks/REPORT.{json,md} (a second run beside the first, to compare them)")
+    p.add_argument("--from-samples", action="store_true",
+                   help="measure nothing: recompute REPORT from the samples it holds (after a change of the summaries)")
     machine.add_options(p, repeats=3)
     p.set_defaults(func=isolation)
     p = sub.add_parser("build")

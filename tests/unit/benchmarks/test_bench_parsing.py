@@ -1,5 +1,6 @@
 """What the benchmarks read (ansible-playbook's output, the committed reports) and the tables they write."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -138,3 +139,17 @@ def test_the_servers_own_rate_gives_its_ratios_per_repeat_and_none_without_it():
     assert server["tokens_per_second_median"]["c_tuned_neighbour"] == 42.0
     assert "| c_tuned_neighbour/a_tuned | 0.70 [0.50 - 0.90] | 0.90 0.50 |" in bench.server_side_markdown(server)
     assert bench.server_side_rates([{"samples": _isolation_samples(0, solo)}]) is None
+
+
+def test_a_report_is_recomputed_from_its_own_samples(tmp_path, monkeypatch):
+    rates = {"a_untuned": 40.0, "a_tuned": 30.0, "b_untuned_neighbour": 10.0, "c_tuned_neighbour": 27.0,
+             "d_untuned_membw_neighbour": 20.0, "e_tuned_membw_neighbour": 24.0}
+    samples = _isolation_samples(0, rates) + _isolation_samples(1, dict(rates, c_tuned_neighbour=15.0))
+    report = tmp_path / "isolation-second.json"
+    report.write_text(json.dumps({"repeats": 2, "samples": samples, "environment": {"commit": "abc"},
+                                  "ratios": {}, "goal": []}), encoding="utf-8")
+    monkeypatch.setattr(bench, "environment", lambda: {"commit": "def"})
+    data = bench.rendered_again(report)
+    assert data["environment"] == {"commit": "abc"} and data["rendered_by"] == "def"
+    assert data["ratios"]["c_tuned_neighbour/a_tuned"]["tokens_per_second"]["per_repeat"] == [0.9, 0.5]
+    assert data["goal"][0]["met_per_repeat"] == [True, False]
