@@ -178,38 +178,26 @@ def isolation_results(raws):
 
 def server_side_rates(raws):
     """The service's decode rate as llama-server counted it (guest_runner reads its counters around
-    every completion): per variant its median over all repeats, and every ratio's spread over the
-    repeats. The client's own figures include its delays on the housekeeping CPU; these do not.
-    None for runs whose samples lack the server's figure (reports before 2026-12-02, no --metrics)."""
+    every completion): per variant its median over all repeats, and the spread over the repeats of
+    every ratio whose two variants both have it. The client's own figures include its delays on the
+    housekeeping CPU; these do not. Variants without the figure (a server without --metrics, reports
+    before 2026-12-02) are left out; None when no variant has it."""
     samples = [sample for raw in raws for sample in raw["samples"]]
-    if not samples or any(sample.get("server_tokens_per_second") is None for sample in samples):
+    counted = sorted(variant for variant in {s["variant"] for s in samples}
+                     if all(s.get("server_tokens_per_second") is not None for s in samples if s["variant"] == variant))
+    if not counted:
         return None
+    pairs = [pair for pair in ISOLATION_RATIOS if pair[0] in counted and pair[1] in counted]
     per_repeat = []
     for raw in raws:
         medians = {variant: statistics.median(s["server_tokens_per_second"] for s in raw["samples"] if s["variant"] == variant)
-                   for variant in {s["variant"] for s in raw["samples"]}}
+                   for variant in counted}
         per_repeat.append({ratio_name(pair): {"server_tokens_per_second": round(medians[pair[0]] / medians[pair[1]], 3)}
-                           for pair in ISOLATION_RATIOS})
+                           for pair in pairs})
     return {"tokens_per_second_median": {
                 variant: round(statistics.median(s["server_tokens_per_second"] for s in samples if s["variant"] == variant), 3)
-                for variant in sorted({s["variant"] for s in samples})},
-            "ratios": stats.ratios_across_repeats(per_repeat)}
-
-
-def isolation(args):
-    if args.from_samples:
-        data = rendered_again(OUT / ("%s.json" % args.report))
-        write_report(args.report, data, isolation_markdown(data))
-        return
-    sizes = {"bench_rounds": args.rounds, "bench_completions": args.completions, "bench_tokens": args.tokens}
-    prepare_s, measure_s, raws, conditions = in_lab_vm("isolation", sizes, args, repeats=args.repeats)
-    samples = [dict(sample, repeat=index) for index, raw in enumerate(raws) for sample in raw["samples"]]
-    data = {"environment": environment(), "note": EMULATION_NOTE, "prepare_seconds": round(prepare_s),
-            "measure_seconds": measure_s, "repeats": args.repeats, "rounds": args.rounds,
-            "completions_per_variant": args.completions, "tokens_per_completion": args.tokens,
-            "units": raws[-1]["units"], "summary": stats.summarize(samples), **isolation_results(raws),
-            "conditions": conditions, "samples": samples}
-    write_report(args.report, data, isolation_markdown(data))
+                for variant in counted},
+            "ratios": stats.ratios_across_repeats(per_repeat) if pairs else {}}
 
 
 def rendered_again(report):

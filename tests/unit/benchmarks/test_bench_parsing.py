@@ -139,6 +139,11 @@ def test_the_servers_own_rate_gives_its_ratios_per_repeat_and_none_without_it():
     assert server["tokens_per_second_median"]["c_tuned_neighbour"] == 42.0
     assert "| c_tuned_neighbour/a_tuned | 0.70 [0.50 - 0.90] | 0.90 0.50 |" in bench.server_side_markdown(server)
     assert bench.server_side_rates([{"samples": _isolation_samples(0, solo)}]) is None
+    # a run whose untuned twin had no --metrics: the tuned ratios only
+    tuned_only = [{"samples": [dict(s, server_tokens_per_second=None if "untuned" in s["variant"] else 1.0)
+                               for s in _isolation_samples(0, solo)]}]
+    assert sorted(bench.server_side_rates(tuned_only)["ratios"]) == ["c_tuned_neighbour/a_tuned",
+                                                                     "e_tuned_membw_neighbour/a_tuned"]
 
 
 def test_a_report_is_recomputed_from_its_own_samples(tmp_path, monkeypatch):
