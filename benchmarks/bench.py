@@ -200,6 +200,22 @@ def server_side_rates(raws):
             "ratios": stats.ratios_across_repeats(per_repeat) if pairs else {}}
 
 
+def isolation(args):
+    if args.from_samples:
+        data = rendered_again(OUT / ("%s.json" % args.report))
+        write_report(args.report, data, isolation_markdown(data))
+        return
+    sizes = {"bench_rounds": args.rounds, "bench_completions": args.completions, "bench_tokens": args.tokens}
+    prepare_s, measure_s, raws, conditions = in_lab_vm("isolation", sizes, args, repeats=args.repeats)
+    samples = [dict(sample, repeat=index) for index, raw in enumerate(raws) for sample in raw["samples"]]
+    data = {"environment": environment(), "note": EMULATION_NOTE, "prepare_seconds": round(prepare_s),
+            "measure_seconds": measure_s, "repeats": args.repeats, "rounds": args.rounds,
+            "completions_per_variant": args.completions, "tokens_per_completion": args.tokens,
+            "units": raws[-1]["units"], "summary": stats.summarize(samples), **isolation_results(raws),
+            "conditions": conditions, "samples": samples}
+    write_report(args.report, data, isolation_markdown(data))
+
+
 def rendered_again(report):
     """A committed isolation report recomputed from its own samples by this commit's summaries (new
     figures, the same measurement): its environment stays the run's, `rendered_by` names this commit."""

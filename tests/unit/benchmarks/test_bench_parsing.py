@@ -158,3 +158,13 @@ def test_a_report_is_recomputed_from_its_own_samples(tmp_path, monkeypatch):
     assert data["environment"] == {"commit": "abc"} and data["rendered_by"] == "def"
     assert data["ratios"]["c_tuned_neighbour/a_tuned"]["tokens_per_second"]["per_repeat"] == [0.9, 0.5]
     assert data["goal"][0]["met_per_repeat"] == [True, False]
+
+
+def test_every_benchmark_is_a_command(monkeypatch, capsys):
+    for name in ("isolation", "build", "governor", "converge", "concurrency", "cores"):
+        monkeypatch.setattr(sys, "argv", ["bench.py", name, "--help"])
+        try:
+            bench.main()
+        except SystemExit as exit_:
+            assert exit_.code == 0
+        assert "usage: bench.py %s" % name in capsys.readouterr().out
