@@ -116,13 +116,13 @@ def markdown(data):
                  data["rounds"], data["seconds"], data["measured_cpu"], data["other_cpu"]), "",
              "| variant | integer loops/s (median) | steal s, measured CPU | steal s, other CPU |", "|---|---|---|---|"]
     for variant, figures in data["summary"]["variants"].items():
-        lines.append("| %s | %d | %.2f | %.2f |" % (variant, figures["integer_loops_per_second_median"],
-                                                      figures["steal_seconds_measured_cpu"],
-                                                      figures["steal_seconds_other_cpu"]))
+        lines.append("| %s | %d | %.2f | %.2f |" % (
+            variant, figures["integer_loops_per_second_median"], figures["steal_seconds_measured_cpu"],
+            figures["steal_seconds_other_cpu"]))
     lines += ["", "| ratio (within each round) | median [min - max] | per round |", "|---|---|---|"]
     for name, spread in data["summary"]["ratios"].items():
-        lines.append("| %s | %.3f [%.3f - %.3f] | %s |" % (name, spread["median"], spread["min"], spread["max"],
-                                                            " ".join("%.3f" % v for v in spread["per_repeat"])))
+        lines.append("| %s | %.3f [%.3f - %.3f] | %s |" % (
+            name, spread["median"], spread["min"], spread["max"], " ".join("%.3f" % v for v in spread["per_repeat"])))
     lines += ["", "Machine before the run: %s." % ("; ".join(data["machine_check"]) or "quiet (no qemu, low load)"),
               ""]
     return "\n".join(lines)

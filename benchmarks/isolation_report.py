@@ -48,10 +48,9 @@ def server_side_rates(raws):
                    for variant in counted}
         per_repeat.append({ratio_name(pair): {"server_tokens_per_second": round(medians[pair[0]] / medians[pair[1]], 3)}
                            for pair in pairs})
-    return {"tokens_per_second_median": {
-                variant: round(statistics.median(s["server_tokens_per_second"] for s in samples if s["variant"] == variant), 3)
-                for variant in counted},
-            "ratios": stats.ratios_across_repeats(per_repeat) if pairs else {}}
+    medians = {variant: round(statistics.median(s["server_tokens_per_second"] for s in samples if s["variant"] == variant), 3)
+               for variant in counted}
+    return {"tokens_per_second_median": medians, "ratios": stats.ratios_across_repeats(per_repeat) if pairs else {}}
 
 
 def rendered_again(report, commit):
@@ -114,6 +113,6 @@ def server_side_markdown(server_side):
     lines += ["", "| ratio | server tokens/s | per repeat |", "|---|---|---|"]
     for name, figures in server_side["ratios"].items():
         rate = figures["server_tokens_per_second"]
-        lines.append("| %s | %.2f [%.2f - %.2f] | %s |" % (name, rate["median"], rate["min"], rate["max"],
-                                                           " ".join("%.2f" % v for v in rate["per_repeat"])))
+        lines.append("| %s | %.2f [%.2f - %.2f] | %s |" % (
+            name, rate["median"], rate["min"], rate["max"], " ".join("%.2f" % v for v in rate["per_repeat"])))
     return lines
