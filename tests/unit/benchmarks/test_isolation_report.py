@@ -52,8 +52,8 @@ def test_the_servers_own_rate_gives_its_ratios_per_repeat_and_none_without_it():
     # a run whose untuned twin had no --metrics: the tuned ratios only
     tuned_only = [{"samples": [dict(s, server_tokens_per_second=None if "untuned" in s["variant"] else 1.0)
                                for s in _isolation_samples(0, solo)]}]
-    assert sorted(isolation_report.server_side_rates(tuned_only)["ratios"]) == ["c_tuned_neighbour/a_tuned",
-                                                                     "e_tuned_membw_neighbour/a_tuned"]
+    expected = ["c_tuned_neighbour/a_tuned", "e_tuned_membw_neighbour/a_tuned"]
+    assert sorted(isolation_report.server_side_rates(tuned_only)["ratios"]) == expected
 
 
 def test_a_report_is_recomputed_from_its_own_samples(tmp_path):
