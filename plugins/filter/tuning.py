@@ -57,11 +57,24 @@ def _row(setting, wanted, actual):
     return dict(setting=setting, wanted=wanted, actual=actual, in_sync=wanted == actual)
 
 
+def slice_cpus_shown(text):
+    """{unit: AllowedCPUs} from `systemctl show --property=Id --property=AllowedCPUs UNIT...`: one block of
+    KEY=VALUE lines per unit, blocks apart by an empty line, in systemd's own property order."""
+    slices = {}
+    for block in text.strip().split("\n\n"):
+        fields = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+        if "Id" not in fields:
+            raise AnsibleFilterError("tuning_settings: no Id= in a block of systemctl show: %r" % block)
+        slices[fields["Id"]] = fields.get("AllowedCPUs", "").strip()
+    return slices
+
+
 def tuning_settings(thp, perf, sysctl, slices_now, plan, inference_slice, irq=None):
     """One row {setting, wanted, actual, in_sync} per tuned setting, sorted by setting.
 
     thp, perf, sysctl: check-mode results of the modules with the role's values (thp and sysctl:
-    before = actual, after = wanted; perf_paranoid: previous, level); slices_now: {slice: AllowedCPUs as systemd shows it}; plan: the cpu_plan the
+    before = actual, after = wanted; perf_paranoid: previous, level); slices_now: {slice: AllowedCPUs as systemd shows it}, or the text of
+    `systemctl show --property=Id --property=AllowedCPUs SLICE...` (one command for every slice); plan: the cpu_plan the
     converge makes (system.slice and user.slice get its housekeeping CPUs when it splits, the inference
     slice its inference CPUs); irq: the irq_affinity check-mode result where IRQs are kept on the
     housekeeping CPUs, else None."""
@@ -69,8 +82,10 @@ def tuning_settings(thp, perf, sysctl, slices_now, plan, inference_slice, irq=No
     perf = _result(perf, "perf_paranoid", ("previous", "level"))
     sysctl = _result(sysctl, "sysctl", ("before", "after"))
     plan = _result(plan, "plan", ("split", "housekeeping", "inference"))
+    if isinstance(slices_now, str):
+        slices_now = slice_cpus_shown(slices_now)
     if not isinstance(slices_now, Mapping):
-        raise AnsibleFilterError("tuning_settings: slices_now must be {slice: AllowedCPUs}")
+        raise AnsibleFilterError("tuning_settings: slices_now must be {slice: AllowedCPUs} or systemctl show's text")
     rows = [_row("%s/%s" % (THP_DIR, knob), thp["after"][knob], thp["before"].get(knob, "missing"))
             for knob in SELECTION_KNOBS if knob in thp["after"]]
     rows.append(_row(sysctl_path(PERF_KEY), str(perf["level"]), str(perf["previous"])))

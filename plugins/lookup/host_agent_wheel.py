@@ -64,6 +64,13 @@ _raw:
           agent's wheels into a venv made without pip (pip and its resolver cost minutes on an emulated or
           small host; installer unpacks a wheel in well under a second).
       type: path
+    bundle:
+      description:
+        - One file with everything a host needs, a zip that C(python3 BUNDLE VENV DIGEST) runs (the collection's
+          C(agent/offline_install.py) as its C(__main__.py)), carrying the agent's wheel, its dependencies' and
+          installer's. It makes the venv without pip, installs the wheels, writes the marker last and removes
+          all but the newest earlier install, in one program run.
+      type: path
 """
 
 import ast
@@ -75,6 +82,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+import zipfile
 
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
@@ -85,6 +93,8 @@ HELPERS = os.path.join(COLLECTION, "plugins", "module_utils")
 HELPER_PACKAGE = "ansible_collections.cpuinfer.llm.plugins.module_utils"
 HELPER_TARGET = os.path.join("ansible_collections", "cpuinfer", "llm", "plugins", "module_utils")
 INSTALLER = ("installer", "0.7.0")
+BUNDLE_MAIN = os.path.join(AGENT, "offline_install.py")
+FIXED_DATE = (1980, 1, 1, 0, 0, 0)
 
 
 def imported_helpers(path):
@@ -222,7 +232,34 @@ def agent_wheel(cache, agent=AGENT, helpers=HELPERS, deps=None):
     # one pass over the cache for the dependencies and installer, the last of them
     wheels = dependency_wheels(deps or os.path.join(cache, "deps"), pinned_dependencies(agent) + [INSTALLER])
     return {"path": path, "filename": os.path.basename(path), "digest": digest, "helpers": closure,
-            "dependencies": wheels[:-1], "installer": wheels[-1]}
+            "dependencies": wheels[:-1], "installer": wheels[-1],
+            "bundle": install_bundle(wheels[:-1] + [path], wheels[-1], destination)}
+
+
+def install_bundle(wheels, installer, directory, main=BUNDLE_MAIN):
+    """The one file a host gets: a zip Python runs (`python3 BUNDLE VENV DIGEST`), main as __main__.py and
+    the wheels, named by a digest of all of it; built once, atomically, the same bytes for the same inputs."""
+    members = [("__main__.py", main)] + [("wheels/" + os.path.basename(w), w) for w in [installer] + wheels]
+    digest = hashlib.sha256()
+    for name, source in members:
+        with open(source, "rb") as handle:
+            content = handle.read()
+        digest.update(b"%s\0%d\0" % (name.encode("utf-8"), len(content)))
+        digest.update(content)
+    path = os.path.join(directory, "install-%s.pyz" % digest.hexdigest()[:16])
+    if os.path.isfile(path):
+        return path
+    order = "".join(os.path.basename(w) + "\n" for w in [installer] + wheels).encode("utf-8")
+    handle, staging = tempfile.mkstemp(prefix=".bundle-", dir=directory)
+    os.close(handle)
+    with zipfile.ZipFile(staging, "w", zipfile.ZIP_STORED) as archive:
+        for name, source in members:
+            with open(source, "rb") as member:
+                archive.writestr(zipfile.ZipInfo(name, date_time=FIXED_DATE), member.read())
+        archive.writestr(zipfile.ZipInfo("wheels/ORDER", date_time=FIXED_DATE), order)
+    os.chmod(staging, 0o644)
+    os.rename(staging, path)
+    return path
 
 
 class LookupModule(LookupBase):

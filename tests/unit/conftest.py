@@ -74,15 +74,13 @@ def agent_deps(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def agent_venv(tmp_path_factory, agent_deps):
-    """The host agent as a host gets it (the host_agent role's steps): the wheel the host_agent_wheel lookup
-    builds and its dependency's, put by installer (run from its own wheel) into a venv made without pip,
-    with nothing else (no collection on its path); bin/ holds the entry points."""
+    """The host agent as a host gets it (the host_agent role's one step): the bundle the host_agent_wheel
+    lookup builds, run by this Python as `python3 BUNDLE VENV DIGEST`, which makes a venv without pip and puts
+    the agent's and its dependency's wheels in with installer, nothing else (no collection on its path);
+    bin/ holds the entry points."""
     from ansible_collections.cpuinfer.llm.plugins.lookup.host_agent_wheel import agent_wheel
 
     wheel = agent_wheel(str(tmp_path_factory.mktemp("wheels")), deps=agent_deps)
-    venv = tmp_path_factory.mktemp("agent") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--clear", "--without-pip", str(venv)], check=True)
-    env = dict(os.environ, PYTHONPATH=wheel["installer"])
-    for path in wheel["dependencies"] + [wheel["path"]]:
-        subprocess.run([str(venv / "bin" / "python"), "-m", "installer", path], check=True, env=env)
+    venv = tmp_path_factory.mktemp("agent") / wheel["digest"]
+    subprocess.run([sys.executable, wheel["bundle"], str(venv), wheel["digest"]], check=True, env=dict(os.environ, PYTHONPATH=""))
     return venv

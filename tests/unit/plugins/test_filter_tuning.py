@@ -75,6 +75,20 @@ def test_drift_is_every_setting_the_modules_would_change_and_only_those(host, ru
     assert "/proc/sys/kernel/numa_balancing" not in by_setting  # this kernel has no such knob
 
 
+def test_systemctl_shows_every_slice_in_one_text_in_its_own_property_order(host, run_module):
+    thp_check, perf_check, sysctl_check = readings(run_module, host)
+    # systemd prints the properties in its own order, and an unset AllowedCPUs as empty
+    shown = "AllowedCPUs=0\nId=system.slice\n\nId=user.slice\nAllowedCPUs=\n\nAllowedCPUs=1\nId=%s\n" % SLICE
+    as_text = tuning_settings(thp_check, perf_check, sysctl_check, shown, PLAN, SLICE)
+    as_dict = tuning_settings(thp_check, perf_check, sysctl_check, {"system.slice": "0", "user.slice": "", SLICE: "1"},
+                              PLAN, SLICE)
+    assert as_text == as_dict
+    assert [r["setting"] for r in as_text if not r["in_sync"] and r["setting"].endswith("AllowedCPUs")] == [
+        "user.slice AllowedCPUs"]
+    with pytest.raises(AnsibleFilterError, match="no Id="):
+        tuning_settings(thp_check, perf_check, sysctl_check, "AllowedCPUs=0\n", PLAN, SLICE)
+
+
 def test_an_unsplit_host_wants_unconfined_slices_and_irqs_report_where_they_are(host, run_module):
     thp_check, perf_check, sysctl_check = readings(run_module, host)
     unsplit = {"split": False, "housekeeping": "0", "inference": "0"}
