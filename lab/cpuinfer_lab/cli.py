@@ -15,8 +15,6 @@ def _log(message: str) -> None:
 
 
 def cmd_image(args) -> int:
-    if args.ready:
-        return 0 if all(image.image_for(a).ready for a in (image.ARCHES if args.arch == "all" else [args.arch])) else 1
     for arch in image.ARCHES if args.arch == "all" else [args.arch]:
         built = image.build(arch, log=_log)
         print(built.directory)
@@ -38,7 +36,7 @@ def cmd_up(args) -> int:
                            cpu_model=args.cpu_model, accel=args.accel, forwards=args.forward)
                  for n in args.names]
     else:
-        specs = topology.load(args.topology).specs(args.topology_arch)
+        specs = topology.load(args.topology).specs()
     for spec in specs:
         spec.accel = accel.resolve(spec.accel, spec.arch, log=_log)
         spec.pin = spec.pin or args.pin
@@ -61,11 +59,6 @@ def cmd_down(args) -> int:
     return 0
 
 
-def cmd_names(args) -> int:
-    print(",".join(spec.name for spec in topology.load(args.topology).specs(args.arch)))
-    return 0
-
-
 def cmd_status(_args) -> int:
     for record in vm.list_running():
         print(f"{record.name}\t{record.arch}\t{record.accel}\t127.0.0.1:{record.ssh_port}\t{record.serial_log}")
@@ -76,10 +69,7 @@ def cmd_inventory(args) -> int:
     inventory = topology.load(args.topology).inventory(vm.list_running())
     text = json.dumps(inventory, indent=2) + "\n"
     if args.output:
-        # renamed into place: a playbook starting meanwhile reads the old inventory or the new, never half
-        partial = Path(args.output + ".partial")
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(args.output)
+        Path(args.output).write_text(text, encoding="utf-8")
     else:
         print(text, end="")
     return 0
@@ -110,7 +100,6 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("image", help="build (or reuse) the cached base image")
     p.add_argument("--arch", default="amd64", choices=[*image.ARCHES, "all"])
-    p.add_argument("--ready", action="store_true", help="build nothing: exit 0 when the image is cached, 1 when not")
     p.set_defaults(func=cmd_image)
 
     p = sub.add_parser("up", help="boot VMs by name, or the whole topology when no name is given")
@@ -124,8 +113,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pin", action="store_true", help="every VM: vCPU n on host CPU n, qemu's other threads on host CPU 0")
     p.add_argument("--boot-timeout", type=float, default=300.0)
     p.add_argument("--topology", default=str(topology.DEFAULT))
-    p.add_argument("--topology-arch", choices=image.ARCHES,
-                   help="only the topology's VMs of this architecture (scripts/lab-up boots each as its image is ready)")
     p.add_argument("--specs", help="JSON list of VM specs (molecule platforms); other keys are ignored")
     p.add_argument("--format", default="text", choices=["text", "json", "molecule"])
     p.set_defaults(func=cmd_up)
@@ -134,11 +121,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*")
     p.add_argument("--all", action="store_true")
     p.set_defaults(func=cmd_down)
-
-    p = sub.add_parser("names", help="the topology's VM names, comma-separated (an ansible --limit)")
-    p.add_argument("--arch", choices=image.ARCHES)
-    p.add_argument("--topology", default=str(topology.DEFAULT))
-    p.set_defaults(func=cmd_names)
 
     p = sub.add_parser("status", help="list running lab VMs")
     p.set_defaults(func=cmd_status)

@@ -14,11 +14,9 @@ SPEC_KEYS = ("name", "arch", "cpus", "memory_mb", "cpu_model", "accel", "forward
 class Topology:
     vms: list[dict]
 
-    def specs(self, arch: str | None = None) -> list[VmSpec]:
-        """VM specs (of one architecture when arch is given); keys that are not VM settings (groups,
-        molecule's own) are left out."""
-        return [VmSpec(**{k: v for k, v in entry.items() if k in SPEC_KEYS}) for entry in self.vms
-                if arch is None or entry.get("arch", "amd64") == arch]
+    def specs(self) -> list[VmSpec]:
+        """VM specs; keys that are not VM settings (groups, molecule's own) are left out."""
+        return [VmSpec(**{k: v for k, v in entry.items() if k in SPEC_KEYS}) for entry in self.vms]
 
     def groups_of(self, name: str) -> list[str]:
         for entry in self.vms:

@@ -17,14 +17,6 @@ def test_molecule_platform_keys_are_dropped_from_specs():
     assert topo.specs() == [vm.VmSpec(name="m", arch="arm64")]
 
 
-def test_specs_of_one_architecture_are_that_architecture_s_vms_only():
-    topo = topology.Topology(vms=[{"name": "x1", "arch": "amd64"}, {"name": "k1", "arch": "arm64"},
-                                  {"name": "x2"}])  # no arch: the VM spec's default, amd64
-    assert [s.name for s in topo.specs("amd64")] == ["x1", "x2"]
-    assert [s.name for s in topo.specs("arm64")] == ["k1"]
-    assert [s.name for s in topo.specs()] == ["x1", "k1", "x2"]
-
-
 def test_unknown_keys_in_a_topology_file_are_refused(tmp_path):
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"vms": [{"name": "x", "cpu": 2}]}))
