@@ -62,7 +62,7 @@ def install(bundle, venv, digest, python=sys.executable):
             subprocess.run([os.path.join(venv, "bin", "python"), "-m", "installer", os.path.join(scratch, WHEELS, name)],
                            check=True, env=env)
     marker = os.path.join(venv, MARKER)
-    with open(marker + ".tmp", "w") as handle:
+    with open(marker + ".tmp", "w", encoding="utf-8") as handle:
         handle.write(digest + "\n")
     os.rename(marker + ".tmp", marker)
 
