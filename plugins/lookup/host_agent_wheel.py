@@ -239,21 +239,16 @@ def agent_wheel(cache, agent=AGENT, helpers=HELPERS, deps=None):
 def install_bundle(wheels, installer, directory, main=BUNDLE_MAIN):
     """The one file a host gets: a zip Python runs (`python3 BUNDLE VENV DIGEST`), main as __main__.py and
     the wheels, named by a digest of all of it; built once, atomically, the same bytes for the same inputs."""
-    members = [("__main__.py", main)] + [("wheels/" + os.path.basename(w), w) for w in [installer] + wheels]
-    digest = hashlib.sha256()
-    for name, source in members:
-        with open(source, "rb") as handle:
-            content = handle.read()
-        digest.update(b"%s\0%d\0" % (name.encode("utf-8"), len(content)))
-        digest.update(content)
-    path = os.path.join(directory, "install-%s.pyz" % digest.hexdigest()[:16])
+    ordered = [installer] + wheels
+    members = dict([("__main__.py", main)] + [("wheels/" + os.path.basename(w), w) for w in ordered])
+    path = os.path.join(directory, "install-%s.pyz" % digest_of(members))
     if os.path.isfile(path):
         return path
-    order = "".join(os.path.basename(w) + "\n" for w in [installer] + wheels).encode("utf-8")
+    order = "".join(os.path.basename(w) + "\n" for w in ordered).encode("utf-8")
     handle, staging = tempfile.mkstemp(prefix=".bundle-", dir=directory)
     os.close(handle)
     with zipfile.ZipFile(staging, "w", zipfile.ZIP_STORED) as archive:
-        for name, source in members:
+        for name, source in members.items():
             with open(source, "rb") as member:
                 archive.writestr(zipfile.ZipInfo(name, date_time=FIXED_DATE), member.read())
         archive.writestr(zipfile.ZipInfo("wheels/ORDER", date_time=FIXED_DATE), order)
