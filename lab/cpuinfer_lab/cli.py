@@ -15,7 +15,10 @@ def _log(message: str) -> None:
 
 
 def cmd_image(args) -> int:
-    for arch in image.ARCHES if args.arch == "all" else [args.arch]:
+    arches = image.ARCHES if args.arch == "all" else [args.arch]
+    if args.check:
+        return 0 if all(image.image_for(arch).ready for arch in arches) else 3
+    for arch in arches:
         built = image.build(arch, log=_log)
         print(built.directory)
     return 0
@@ -37,6 +40,11 @@ def cmd_up(args) -> int:
                  for n in args.names]
     else:
         specs = topology.load(args.topology).specs()
+        unknown = set(args.only) - {spec.name for spec in specs}
+        if unknown:
+            _log(f"lab: not in {args.topology}: {', '.join(sorted(unknown))}")
+            return 2
+        specs = [spec for spec in specs if not args.only or spec.name in args.only]
     for spec in specs:
         spec.accel = accel.resolve(spec.accel, spec.arch, log=_log)
         spec.pin = spec.pin or args.pin
@@ -100,6 +108,7 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("image", help="build (or reuse) the cached base image")
     p.add_argument("--arch", default="amd64", choices=[*image.ARCHES, "all"])
+    p.add_argument("--check", action="store_true", help="build nothing: exit 0 when cached, 3 when a build is due")
     p.set_defaults(func=cmd_image)
 
     p = sub.add_parser("up", help="boot VMs by name, or the whole topology when no name is given")
@@ -113,6 +122,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pin", action="store_true", help="every VM: vCPU n on host CPU n, qemu's other threads on host CPU 0")
     p.add_argument("--boot-timeout", type=float, default=300.0)
     p.add_argument("--topology", default=str(topology.DEFAULT))
+    p.add_argument("--only", action="append", default=[], metavar="NAME",
+                   help="boot only this VM of the topology (repeatable); the others are left as they are")
     p.add_argument("--specs", help="JSON list of VM specs (molecule platforms); other keys are ignored")
     p.add_argument("--format", default="text", choices=["text", "json", "molecule"])
     p.set_defaults(func=cmd_up)

@@ -9,5 +9,5 @@ echo 'MODULES=list' > "$root/etc/initramfs-tools/conf.d/cpuinfer-lab.conf"
 echo 'COMPRESS=gzip' >> "$root/etc/initramfs-tools/conf.d/cpuinfer-lab.conf"
 printf '%s\n' virtio_pci virtio_blk ext4 > "$root/etc/initramfs-tools/modules"
 if [ "$arch" = arm64 ]; then
-  printf '%s\n' virtio_mmio crc32c_generic >> "$root/etc/initramfs-tools/modules"
+  printf '%s\n' virtio_mmio >> "$root/etc/initramfs-tools/modules"
 fi

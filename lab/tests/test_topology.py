@@ -41,3 +41,26 @@ def test_inventory_leaves_out_vms_of_other_topologies():
     mine = vm.VmRecord("a", "amd64", 1, 512, "max", "tcg", 2201, {}, "/key", "/s", "/i")
     theirs = vm.VmRecord("mol-x", "amd64", 1, 512, "max", "tcg", 2202, {}, "/key", "/s", "/i")
     assert set(topo.inventory([mine, theirs])["all"]["children"]["lab"]["hosts"]) == {"a"}
+
+
+def _booted_by_up(monkeypatch, argv):
+    from cpuinfer_lab import accel, cli, preflight, vm
+
+    booted = []
+    monkeypatch.setattr(preflight, "missing", lambda: [])
+    monkeypatch.setattr(accel, "resolve", lambda wanted, arch, log=None: wanted)
+    monkeypatch.setattr(vm, "start_many", lambda specs, boot_timeout, log: booted.extend(specs) or [])
+    return cli.main(["up", *argv]), [spec.name for spec in booted]
+
+
+def test_up_only_boots_the_named_vms_of_the_topology_with_their_specs(monkeypatch):
+    code, names = _booted_by_up(monkeypatch, ["--only", "lab-kunpeng-1"])
+    assert (code, names) == (0, ["lab-kunpeng-1"])
+    code, names = _booted_by_up(monkeypatch, [])
+    assert (code, names) == (0, ["lab-xeon-1", "lab-kunpeng-1"])
+
+
+def test_up_only_refuses_a_name_the_topology_lacks_and_boots_nothing(monkeypatch, capsys):
+    code, names = _booted_by_up(monkeypatch, ["--only", "lab-kunpeng-1", "--only", "lab-typo"])
+    assert (code, names) == (2, [])
+    assert "lab-typo" in capsys.readouterr().err
