@@ -32,6 +32,9 @@ def _molecule_instances(records) -> list[dict]:
 
 
 def cmd_up(args) -> int:
+    if args.only and (args.specs or args.names):
+        _log("lab: --only picks VMs of a topology; with --specs or VM names, list just the VMs to boot")
+        return 2
     if args.specs:
         specs = topology.Topology(vms=json.loads(args.specs)).specs()
     elif args.names:

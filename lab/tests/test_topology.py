@@ -64,3 +64,11 @@ def test_up_only_refuses_a_name_the_topology_lacks_and_boots_nothing(monkeypatch
     code, names = _booted_by_up(monkeypatch, ["--only", "lab-kunpeng-1", "--only", "lab-typo"])
     assert (code, names) == (2, [])
     assert "lab-typo" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["ad-hoc-1", "--only", "ad-hoc-1"],
+                                  ["--specs", '[{"name": "s-1"}]', "--only", "s-1"]])
+def test_up_only_is_refused_beside_names_or_specs_and_boots_nothing(monkeypatch, capsys, argv):
+    code, names = _booted_by_up(monkeypatch, argv)
+    assert (code, names) == (2, [])
+    assert "--only picks VMs of a topology" in capsys.readouterr().err
