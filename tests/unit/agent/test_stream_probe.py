@@ -4,7 +4,6 @@ import http.server
 import json
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -34,12 +33,8 @@ class FakeStream(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def server():
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeStream)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield httpd.server_address[1]
-    httpd.shutdown()
+def server(serve):
+    return serve(FakeStream)
 
 
 def test_probe_measures_rate_and_latency(server):
@@ -75,14 +70,9 @@ class BurstyStream(FakeStream):
         self.wfile.write(b"data: [DONE]\n\n")
 
 
-def test_a_burst_does_not_inflate_the_gated_rate():
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), BurstyStream)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        out = subprocess.run([sys.executable, str(PROBE), str(httpd.server_address[1]), "8"], capture_output=True,
-                             text=True, check=True, timeout=30)
-    finally:
-        httpd.shutdown()
+def test_a_burst_does_not_inflate_the_gated_rate(serve):
+    out = subprocess.run([sys.executable, str(PROBE), str(serve(BurstyStream)), "8"], capture_output=True,
+                         text=True, check=True, timeout=30)
     result = json.loads(out.stdout)
     assert result["tokens"] == 8
     assert result["tokens_per_second"] <= 1 / GAP_S

@@ -4,7 +4,6 @@ import http.server
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -43,11 +42,8 @@ def run(env, port, timeout="60"):
 
 
 @pytest.fixture
-def server():
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Completion)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield httpd.server_address[1]
-    httpd.shutdown()
+def server(serve):
+    return serve(Completion)
 
 
 def free_port():
@@ -95,15 +91,10 @@ class Health(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_health_mode_waits_through_503_while_loading(tmp_path, monkeypatch):
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        env = dict(fake_systemd(tmp_path, "active", 0))
-        result = subprocess.run([sys.executable, str(WAIT), "cpuinfer-llama-x.service", str(httpd.server_address[1]),
-                                 "60", "health"], env=env, capture_output=True, text=True, timeout=60, check=False)
-    finally:
-        httpd.shutdown()
+def test_health_mode_waits_through_503_while_loading(tmp_path, serve):
+    result = subprocess.run([sys.executable, str(WAIT), "cpuinfer-llama-x.service", str(serve(Health)), "60", "health"],
+                            env=fake_systemd(tmp_path, "active", 0), capture_output=True, text=True, timeout=60,
+                            check=False)
     assert result.returncode == 0, result.stderr
     assert Health.calls == 3
 
