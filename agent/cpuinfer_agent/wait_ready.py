@@ -54,29 +54,33 @@ def journal_tail(unit):
                           capture_output=True, text=True, check=False).stdout
 
 
-def main(argv=None):
-    argv = sys.argv if argv is None else argv
-    unit, port, timeout = argv[1], int(argv[2]), float(argv[3])
-    ready = healthy if (argv[4] if len(argv) > 4 else "completion") == "health" else answers
-    api_key = os.environ.get("LLAMA_SERVER_API_KEY", "")
+def wait(unit, port, timeout, probe="completion", api_key=""):
+    """None once the instance answers; else why it never will (failed unit, crash loop, timeout)."""
+    ready = healthy if probe == "health" else answers
     deadline = time.monotonic() + timeout
     first_restarts = int(unit_state(unit).get("NRestarts", "0"))
     while True:
         if ready(port, api_key):
-            return 0
+            return None
         state = unit_state(unit)
         restarts = int(state.get("NRestarts", "0")) - first_restarts
-        reason = None
         if state.get("ActiveState") == "failed":
-            reason = "%s has failed" % unit
-        elif restarts >= MAX_RESTARTS_WHILE_WAITING:
-            reason = "%s restarted %d times while starting (crash loop)" % (unit, restarts)
-        elif time.monotonic() > deadline:
-            reason = "%s did not answer on 127.0.0.1:%d within %.0f s" % (unit, port, timeout)
-        if reason:
-            sys.stderr.write("%s\n--- last log lines ---\n%s" % (reason, journal_tail(unit)))
-            return 1
+            return "%s has failed" % unit
+        if restarts >= MAX_RESTARTS_WHILE_WAITING:
+            return "%s restarted %d times while starting (crash loop)" % (unit, restarts)
+        if time.monotonic() > deadline:
+            return "%s did not answer on 127.0.0.1:%d within %.0f s" % (unit, port, timeout)
         time.sleep(POLL_SECONDS)
+
+
+def main(argv=None):
+    argv = sys.argv if argv is None else argv
+    unit, port, timeout = argv[1], int(argv[2]), float(argv[3])
+    reason = wait(unit, port, timeout, argv[4] if len(argv) > 4 else "completion", os.environ.get("LLAMA_SERVER_API_KEY", ""))
+    if reason:
+        sys.stderr.write("%s\n--- last log lines ---\n%s" % (reason, journal_tail(unit)))
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

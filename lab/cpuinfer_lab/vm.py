@@ -70,6 +70,8 @@ class VmRecord:
             "ansible_ssh_private_key_file": self.identity_file,
             "ansible_ssh_common_args": " ".join(SSH_OPTIONS[:-2]),
             "ansible_become": user != "root",
+            # the images' Python, named: interpreter discovery would cost every run a round trip per host
+            "ansible_python_interpreter": "/usr/bin/python3",
             "lab_arch": self.arch,
             "lab_cpu_model": self.cpu_model,
             "lab_forwarded_ports": self.forwarded,

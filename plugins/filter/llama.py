@@ -178,22 +178,24 @@ def llama_build_classes(hosts, hostvars, kleidiai_classes=(), build_hosts=None):
         variables = hostvars[host]
         if not variables.get("__llama_server_needs_build"):
             continue
-        facts = variables["ansible_facts"]
-        cpu, runtime = facts["cpuinfer"], facts["cpuinfer"].get("runtime") or {}
+        cpu = variables["ansible_facts"]["cpuinfer"]
+        runtime, system = cpu.get("runtime") or {}, cpu.get("os")
         if not runtime.get("glibc"):
             raise AnsibleFilterError("%s has no glibc that host_facts could read: the engine is built for glibc hosts" % host)
-        python = "%s.%s" % (facts["python"]["version"]["major"], facts["python"]["version"]["minor"])
+        if not system:
+            raise AnsibleFilterError("%s: host_facts of this release (with os) are needed to key its build" % host)
+        python = system["python"]
         cmake_args = list(cpu["llama_cmake_args"])
         if cpu["llama_build_class"] in kleidiai_classes:
             if cpu["arch"] != "aarch64":
                 raise AnsibleFilterError("KleidiAI is for aarch64 classes; %s is %s" % (cpu["llama_build_class"], cpu["arch"]))
             cmake_args.append("-DGGML_CPU_KLEIDIAI=ON")
-        key = (cpu["llama_build_class"], facts["distribution"], facts["distribution_release"], python)
+        key = (cpu["llama_build_class"], system["distribution"], system["release"], python)
         build = builds.setdefault(key, {
-            "build_class": cpu["llama_build_class"], "cmake_args": cmake_args, "machine": facts["architecture"],
-            "python": python, "distribution": facts["distribution"], "release": facts["distribution_release"],
+            "build_class": cpu["llama_build_class"], "cmake_args": cmake_args, "machine": system["architecture"],
+            "python": python, "distribution": system["distribution"], "release": system["release"],
             "glibc": runtime["glibc"], "glibcxx": runtime.get("glibcxx"), "hosts": [],
-            "build_host": build_hosts.get(cpu["llama_build_class"]) or build_hosts.get(facts["architecture"])})
+            "build_host": build_hosts.get(cpu["llama_build_class"]) or build_hosts.get(system["architecture"])})
         build["glibc"] = _older(build["glibc"], runtime["glibc"])
         build["glibcxx"] = _older(build["glibcxx"], runtime.get("glibcxx"))
         build["hosts"].append(host)

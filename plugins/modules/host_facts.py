@@ -20,6 +20,9 @@ description:
   - Reports the C library's release (from C(libc.so.6)'s banner) and libstdc++'s newest C(GLIBCXX_)
     version (from its file name) under C(runtime), so a controller-built engine can be checked
     against what the host will load; C(null) where the host has neither (musl, a bare tree).
+  - Reports under C(os) the distribution and release (read by Ansible's own distribution code from
+    C(/etc/os-release) and the like, the names setup gives), the machine and the Python that runs modules,
+    which key an engine build, so a converge needs no setup run. Always the live host's, whatever O(root).
   - Facts are returned under C(ansible_facts.cpuinfer).
   - Hosts of other architectures (ppc64le, riscv64, s390x, or a C(/proc/cpuinfo) the module cannot
     read) are reported as C(platform=other), C(arch=other) with no ISA and no llama.cpp build class;
@@ -83,10 +86,12 @@ ansible_facts:
         llama_build_class: arm-armv8.2-a+dotprod+fp16
         llama_cmake_args: ["-DGGML_NATIVE=OFF", "-DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod+fp16"]
         runtime: {glibc: "2.36", glibcxx: "3.4.30"}
+        os: {distribution: Debian, release: bookworm, architecture: aarch64, python: "3.11"}
         cpufreq_governor: performance
 """
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _cpu_classes, _resctrl, _runtime, _topology
+from ansible_collections.cpuinfer.llm.plugins.module_utils._os_identity import os_identity
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import format_cpulist
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import run_module
 
@@ -134,7 +139,9 @@ def gather(root):
 
 
 def report(module, dummy_journal):
-    return dict(changed=False, ansible_facts={"cpuinfer": gather(module.params["root"])})
+    facts = gather(module.params["root"])
+    facts["os"] = os_identity(module)  # the live host's, whatever the root (no setup run needed for builds)
+    return dict(changed=False, ansible_facts={"cpuinfer": facts})
 
 
 def main():

@@ -79,9 +79,9 @@ def test_extra_args_take_allowed_flags_with_their_values():
 
 def _host(build_class, arch="x86_64", release="bookworm", glibc="2.36", glibcxx="3.4.30", python=(3, 11), builds=True):
     facts = {"cpuinfer": {"llama_build_class": build_class, "arch": arch, "llama_cmake_args": ["-DGGML_NATIVE=OFF"],
-                          "runtime": {"glibc": glibc, "glibcxx": glibcxx}},
-             "architecture": arch, "distribution": "Debian", "distribution_release": release,
-             "python": {"version": {"major": python[0], "minor": python[1]}}}
+                          "runtime": {"glibc": glibc, "glibcxx": glibcxx},
+                          "os": {"architecture": arch, "distribution": "Debian", "release": release,
+                                 "python": "%d.%d" % python}}}
     return {"ansible_facts": facts, "__llama_server_needs_build": builds}
 
 
@@ -109,6 +109,8 @@ def test_build_classes_keep_the_oldest_of_mixed_runtimes():
 @pytest.mark.parametrize("hostvars, classes, words", [
     ({"m": _host("x86-avx2", glibc=None)}, [], "m has no glibc"),
     ({"x": _host("x86-avx2")}, ["x86-avx2"], "KleidiAI is for aarch64"),
+    ({"old": {"ansible_facts": {"cpuinfer": dict(_host("x86-avx2")["ansible_facts"]["cpuinfer"], os=None)},
+              "__llama_server_needs_build": True}}, [], "old: host_facts of this release"),
 ])
 def test_build_classes_refusals(hostvars, classes, words):
     with pytest.raises(AnsibleFilterError, match=words):
