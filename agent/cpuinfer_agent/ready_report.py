@@ -17,7 +17,8 @@ import re
 import subprocess
 import sys
 
-from cpuinfer_agent.wait_ready import journal_tail, wait
+from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import read_file, replace_file
+from cpuinfer_agent.wait_ready import journal_tail, unit_state, wait
 
 RUNNING_STATES = ("active", "activating", "reloading")  # a unit starting after the role's restart is on its way
 EXPOSURE = re.compile(r"Overall exposure level for \S+: ([0-9.]+)")
@@ -40,9 +41,7 @@ def stopped(names):
     """Units of `names` that are not enabled or not running."""
     result = []
     for name in names:
-        out = subprocess.run(["systemctl", "show", "--property=UnitFileState,ActiveState", unit_name(name)],
-                             capture_output=True, text=True, check=True).stdout
-        state = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+        state = unit_state(unit_name(name), ("UnitFileState", "ActiveState"))
         if state.get("UnitFileState") != "enabled" or state.get("ActiveState") not in RUNNING_STATES:
             result.append(name)
     return result
@@ -58,17 +57,10 @@ def exposure(name):
 
 
 def write_if_changed(path, content):
-    try:
-        with open(path, encoding="utf-8") as handle:
-            if handle.read() == content:
-                return False
-    except FileNotFoundError:
-        pass
-    temporary = "%s.tmp-%d" % (path, os.getpid())
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(content)
-    os.replace(temporary, path)
+    """Replace the record whole (written beside it, renamed over it) only when its text differs."""
+    if read_file("/", path) == content:
+        return False
+    replace_file("/", path, content, mode=0o640)
     return True
 
 

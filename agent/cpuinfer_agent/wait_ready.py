@@ -21,8 +21,8 @@ MAX_RESTARTS_WHILE_WAITING = 3
 POLL_SECONDS = 3
 
 
-def unit_state(unit):
-    out = subprocess.run(["systemctl", "show", "--property=NRestarts,ActiveState,SubState", unit],
+def unit_state(unit, properties=("NRestarts", "ActiveState", "SubState")):
+    out = subprocess.run(["systemctl", "show", "--property=" + ",".join(properties), unit],
                          capture_output=True, text=True, check=True).stdout
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 

@@ -39,7 +39,9 @@ def fake_systemd(tmp_path, unit_file_state="enabled", active_state="active", exp
     (tmp_path / "journalctl").write_text("#!/bin/sh\necho 'log line'\n")
     for name in ("systemctl", "systemd-analyze", "journalctl"):
         (tmp_path / name).chmod(0o755)
-    return dict(os.environ, PATH="%s:%s" % (tmp_path, os.environ["PATH"]), PYTHONPATH=str(AGENT))
+    # the agent and the collection's helpers it imports, as the test process finds them
+    return dict(os.environ, PATH="%s:%s" % (tmp_path, os.environ["PATH"]),
+                PYTHONPATH=os.pathsep.join([str(AGENT)] + sys.path))
 
 
 def run(env, record, *instances, timeout="30"):
