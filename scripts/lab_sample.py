@@ -10,7 +10,7 @@ import time
 
 import openai
 
-API_KEY = "lab-secret"
+API_KEY = "lab-secret-not-for-production"
 GUEST_PORT = "8081"
 SAMPLES = 3
 TOKENS = 16

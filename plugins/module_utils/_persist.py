@@ -7,6 +7,7 @@ read and replace atomically under a root, with their mode and owner, and put bac
 from __future__ import absolute_import, division, print_function
 
 import collections
+import fnmatch
 import glob
 import os
 import stat
@@ -148,6 +149,19 @@ def put_state(root, relative, state):
     except (IOError, OSError) as exc:
         raise PersistError("cannot set %s: %s" % (path, exc.strerror or exc))
     replace_file(root, relative, state.content, state.mode, state.uid, state.gid)
+
+
+def path_matches(path, patterns):
+    """Whether an absolute path matches one of the absolute glob patterns as matching_files finds it:
+    component by component, and a component starting with '.' only where the pattern's does."""
+    parts = path.split("/")
+    for pattern in patterns:
+        wanted = pattern.split("/")
+        if len(wanted) == len(parts) and all(
+                fnmatch.fnmatchcase(part, want) and (not part.startswith(".") or want.startswith("."))
+                for part, want in zip(parts, wanted)):
+            return True
+    return False
 
 
 def matching_files(root, patterns):

@@ -21,58 +21,15 @@ description:
   - Files are replaced atomically (a temporary file renamed over the target). When a write fails,
     everything this run wrote or created is put back as it was, and the run fails saying so.
   - Check mode reports what would change and writes nothing; with C(--diff) each changed path
-    shows its before and after, a O(files[].secret) file only its size.
+    shows its before and after, a O(files[].secret_content) file only its size.
 author: cpuinfer.llm maintainers (@cpuinfer)
+extends_documentation_fragment:
+  - cpuinfer.llm.managed_files
 options:
-  directories:
-    description: Directories to create or correct.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      path: &path
-        description: Absolute path.
-        type: str
-        required: true
-      mode:
-        description: Permission bits, octal text.
-        type: str
-        default: "0755"
-      owner: &owner
-        description: Owner's user name.
-        type: str
-        default: root
-      group: &group
-        description: Group name.
-        type: str
-        default: root
-  files:
-    description: Files to write.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      path: *path
-      content:
-        description: The whole text of the file.
-        type: str
-        required: true
-      mode:
-        description: Permission bits, octal text.
-        type: str
-        default: "0644"
-      owner: *owner
-      group: *group
-      secret:
-        description: The content is a secret; the diff shows its size, not its text.
-        type: bool
-        default: false
   root:
     description: Root of the file tree (a test tree); paths are taken below it.
     type: path
     default: /
-notes:
-  - Use C(no_log) on a task that writes secrets; O(files[].secret) only keeps them out of the diff.
 """
 
 EXAMPLES = r"""
@@ -85,11 +42,9 @@ EXAMPLES = r"""
       - path: /etc/systemd/system/example.service
         content: "{{ lookup('ansible.builtin.template', 'example.service.j2') }}"
       - path: /etc/example/example.env
-        content: "TOKEN={{ example_token }}\n"
+        secret_content: "TOKEN={{ example_token }}\n"
         mode: "0600"
-        secret: true
   register: example_files
-  no_log: true
 """
 
 RETURN = r"""
@@ -101,115 +56,17 @@ changed_paths:
   sample: [/etc/example, /etc/systemd/system/example.service]
 """
 
-import grp
-import pwd
-import re
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _managed_files
+from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import run_module
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import FileState, file_state, missing_directories, put_state
-from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, Step, refuse_if, run_module
-
-_OCTAL_MODE = re.compile(r"^0?[0-7]{3,4}$")
-_ENTRY = dict(path=dict(type="str", required=True), owner=dict(type="str", default="root"),
-              group=dict(type="str", default="root"))
-
-ARGUMENT_SPEC = dict(
-    directories=dict(type="list", elements="dict", default=[],
-                     options=dict(_ENTRY, mode=dict(type="str", default="0755"))),
-    files=dict(type="list", elements="dict", default=[],
-               options=dict(_ENTRY, mode=dict(type="str", default="0644"), content=dict(type="str", required=True),
-                            secret=dict(type="bool", default=False, no_log=False))),
-    root=dict(type="path", default="/"),
-)
-
-
-def _ids(entry, problems):
-    try:
-        uid = pwd.getpwnam(entry["owner"]).pw_uid
-    except KeyError:
-        problems.append("%s: no user %s on this host" % (entry["path"], entry["owner"]))
-        uid = None
-    try:
-        gid = grp.getgrnam(entry["group"]).gr_gid
-    except KeyError:
-        problems.append("%s: no group %s on this host" % (entry["path"], entry["group"]))
-        gid = None
-    return uid, gid
-
-
-def wanted_states(params):
-    """{path: FileState wanted} for every entry, or Refused naming every problem of the request."""
-    problems, wanted, seen = [], {}, set()
-    entries = [(entry, None) for entry in params["directories"]] + [(entry, entry["content"]) for entry in params["files"]]
-    for entry, content in entries:
-        path = entry["path"]
-        if not path.startswith("/") or ".." in path.split("/") or path.rstrip("/") in ("", "/"):
-            problems.append("%r: give an absolute path below / without '..'" % path)
-            continue
-        path = path.rstrip("/")
-        if path in seen:
-            problems.append("%s is listed twice" % path)
-        seen.add(path)
-        if not _OCTAL_MODE.match(entry["mode"]):
-            problems.append("%s: mode %r is not octal text such as 0644" % (path, entry["mode"]))
-            continue
-        uid, gid = _ids(entry, problems)
-        wanted[path] = FileState(content, int(entry["mode"], 8), uid, gid)
-    refuse_if(problems)
-    return wanted
-
-
-def parents_to_create(root, paths):
-    """Missing parent directories of the wanted paths, outermost first."""
-    missing = set()
-    for path in paths:
-        missing.update(missing_directories(root, path.rsplit("/", 1)[0]))
-    return sorted(missing - set(paths), key=lambda p: (p.count("/"), p))
-
-
-def _describe(path, state, secret):
-    if state is None:
-        return "", path + " (absent)"
-    meta = "%s (%04o %s:%s)" % (path, state.mode, _name(pwd.getpwuid, state.uid), _name(grp.getgrgid, state.gid))
-    if state.content is None:
-        return "", meta + " directory"
-    if secret:
-        return "(secret: %d bytes)\n" % len(state.content.encode("utf-8")), meta
-    return state.content, meta
-
-
-def _name(lookup, number):
-    try:
-        return lookup(number)[0]
-    except KeyError:
-        return str(number)
+ARGUMENT_SPEC = dict(_managed_files.OPTIONS, root=dict(type="path", default="/"))
 
 
 def converge(module, journal):
-    params, root = module.params, module.params["root"]
-    wanted = wanted_states(params)
-    secrets = set(entry["path"].rstrip("/") for entry in params["files"] if entry["secret"])
-    order = parents_to_create(root, wanted)
-    wanted.update((path, FileState(None, 0o755, 0, 0)) for path in order)
-    order += sorted((p for p in wanted if p not in order and wanted[p].content is None), key=lambda p: (p.count("/"), p))
-    order += [entry["path"].rstrip("/") for entry in params["files"]]
-
-    steps, changed_paths, diffs = [], [], []
-    for path in order:
-        before, after = file_state(root, path), wanted[path]
-        if before == after:
-            continue
-        if before is not None and (before.content is None) != (after.content is None):
-            raise Refused("%s is a %s, not a %s; nothing written" % (
-                path, "directory" if before.content is None else "file", "directory" if after.content is None else "file"))
-        steps.append(Step("write %s" % path, lambda p=path, s=after: put_state(root, p, s),
-                          lambda p=path, s=before: put_state(root, p, s)))
-        changed_paths.append(path)
-        before_text, before_header = _describe(path, before, path in secrets)
-        after_text, after_header = _describe(path, after, path in secrets)
-        diffs.append(dict(before=before_text, after=after_text, before_header=before_header, after_header=after_header))
-    journal.apply(steps)
-    shown = dict(diff=diffs) if module._diff else {}
-    return dict(changed=bool(steps), changed_paths=changed_paths, **shown)
+    plan = _managed_files.plan(module.params, module.params["root"])
+    journal.apply(plan.steps)
+    shown = dict(diff=plan.diffs) if module._diff else {}
+    return dict(changed=bool(plan.steps), changed_paths=plan.changed_paths, **shown)
 
 
 def main():

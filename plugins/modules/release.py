@@ -18,6 +18,9 @@ description:
   - O(state=recorded), run after a converge's writes, records the files as they are now. When they
     equal the current release nothing changes; otherwise the current release becomes the previous one.
     A converge that changes nothing therefore keeps the previous release reachable.
+  - With O(directories) and O(files), O(state=recorded) first makes them exactly as given (as
+    M(cpuinfer.llm.managed_files) does) and then records the release, in the same module run, so a
+    service's files and their release cost one round trip and no failure can fall between the two.
   - O(state=rolled_back) writes the files of the release to go back to and removes files of the set
     that it did not have. That release is the current one when the files on disk differ from it (a
     converge failed after writing and before recording), else the previous one. Afterwards it is the
@@ -25,9 +28,12 @@ description:
     then changes nothing.
   - Refuses, writing nothing, when there is no release to go back to (nothing recorded, or only one
     release and no rollback yet). Every write is undone when
-    one fails. Check mode reports what would change; the diff lists paths and release names, never
+    one fails. Check mode reports what would change. The diff shows each written file (a
+    O(files[].secret_content) only its size), then the record as paths and release names, never
     file contents (environment files and keys are secrets).
 author: cpuinfer.llm maintainers (@cpuinfer)
+extends_documentation_fragment:
+  - cpuinfer.llm.managed_files
 options:
   name:
     description: The release set's name (letters, digits, C(_), C(-)); the record is O(store)/NAME.json.
@@ -58,6 +64,23 @@ notes:
 """
 
 EXAMPLES = r"""
+- name: Write the service's unit and key and record them as its release, in one module run
+  cpuinfer.llm.release:
+    name: llama_server
+    patterns:
+      - /etc/systemd/system/cpuinfer-llama-*.service
+      - /etc/cpuinfer/llama-server/*
+    directories:
+      - path: /etc/cpuinfer/llama-server
+        mode: "0700"
+    files:
+      - path: /etc/systemd/system/cpuinfer-llama-tiny.service
+        content: "{{ lookup('ansible.builtin.template', 'llama-server.service.j2') }}"
+      - path: /etc/cpuinfer/llama-server/tiny.key
+        secret_content: "{{ api_key }}"
+        mode: "0600"
+  register: written
+
 - name: Record the service's files after writing them
   cpuinfer.llm.release:
     name: llama_server
@@ -99,6 +122,14 @@ changed_paths:
   type: list
   elements: str
   sample: [/etc/systemd/system/cpuinfer-llama-tiny.service]
+written_paths:
+  description: >-
+    The directories and files of O(directories) and O(files) this run changed (in check mode, would
+    change), in the order written.
+  returned: always
+  type: list
+  elements: str
+  sample: [/etc/systemd/system/cpuinfer-llama-tiny.service]
 removed_paths:
   description: Files the rollback removed (the release gone back to did not have them).
   returned: always
@@ -109,12 +140,13 @@ removed_paths:
 
 import re
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils import _release
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _managed_files, _release
 from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import (
-    FileState, file_state, matching_files, missing_directories, put_state)
+    FileState, file_state, matching_files, missing_directories, path_matches, put_state)
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, Step, refuse_if, run_module
 
 ARGUMENT_SPEC = dict(
+    _managed_files.OPTIONS,
     name=dict(type="str", required=True),
     patterns=dict(type="list", elements="str", required=True),
     state=dict(type="str", choices=["recorded", "rolled_back"], default="recorded"),
@@ -136,6 +168,8 @@ def _check(params):
             problems.append("pattern %r: give an absolute pattern without '..'" % pattern)
         elif pattern.startswith(params["store"].rstrip("/") + "/"):
             problems.append("pattern %r lies in the record store %s" % (pattern, params["store"]))
+    if params["state"] == "rolled_back" and (params["directories"] or params["files"]):
+        problems.append("directories and files are written with state=recorded only; a rollback writes a recorded release")
     refuse_if(problems)
 
 
@@ -165,7 +199,7 @@ def _read_record(root, record_path):
                       "a new record, nothing written" % (record_path, exc))
 
 
-def _diff(before, after):
+def _diff(record_path, before, after):
     def text(record):
         if record is None:
             return "(no record)\n"
@@ -173,7 +207,7 @@ def _diff(before, after):
         return "current: %s\n%sprevious: %s\nrolled back from: %s\n" % (
             _release.release_id(current), "".join("  %s\n" % path for path in sorted(current or {})),
             _release.release_id(previous), rolled_back_from)
-    return dict(before=text(before), after=text(after))
+    return dict(before=text(before), after=text(after), before_header=record_path, after_header=record_path)
 
 
 def converge(module, journal):
@@ -182,8 +216,10 @@ def converge(module, journal):
     store = params["store"].rstrip("/")
     record_path = "%s/%s.json" % (store, params["name"])
     record = _read_record(root, record_path)
+    writes = _managed_files.plan(params, root)
     on_disk = _on_disk(root, params["patterns"])
-    steps, removed = [], []
+    on_disk.update((path, state) for path, state in writes.files.items() if path_matches(path, params["patterns"]))
+    steps, removed = list(writes.steps), []
 
     if params["state"] == "recorded":
         after = _release.plan_record(on_disk, record)
@@ -208,10 +244,10 @@ def converge(module, journal):
     journal.apply(steps)
     final = after or record or (None, None, None)
     result = dict(changed=bool(steps), changed_paths=changed_paths, removed_paths=removed,
-                  release=_release.release_id(final[0]), previous_release=_release.release_id(final[1]),
-                  rolled_back_from=final[2])
-    if module._diff and after is not None:
-        result["diff"] = _diff(record, after)
+                  written_paths=writes.changed_paths, release=_release.release_id(final[0]),
+                  previous_release=_release.release_id(final[1]), rolled_back_from=final[2])
+    if module._diff:
+        result["diff"] = writes.diffs + ([_diff(record_path, record, after)] if after is not None else [])
     return result
 
 

@@ -18,6 +18,7 @@ sys.path.insert(0, str(COLLECTIONS))
 sys.path.insert(0, str(REPO / "agent"))  # the host agent's package, for in-process tests
 
 from ansible.module_utils import basic  # noqa: E402  (after the path is set)
+from ansible.module_utils.common.parameters import remove_values  # noqa: E402
 from ansible.module_utils.testing import patch_module_args  # noqa: E402
 
 
@@ -37,14 +38,15 @@ def run_module(monkeypatch):
 
     warnings = []
 
+    # as the real ones do, values of no_log options are masked wherever they occur in the result
     def exit_json(self, **kwargs):
         kwargs.setdefault("changed", False)
         kwargs["warnings"] = list(warnings)
-        raise ModuleExit(json.loads(json.dumps(kwargs)))
+        raise ModuleExit(json.loads(json.dumps(remove_values(kwargs, self.no_log_values))))
 
     def fail_json(self, msg, **kwargs):
         kwargs["msg"] = msg
-        raise ModuleFail(json.loads(json.dumps(kwargs)))
+        raise ModuleFail(json.loads(json.dumps(remove_values(kwargs, self.no_log_values))))
 
     monkeypatch.setattr(basic.AnsibleModule, "warn", lambda self, message: warnings.append(message))
 

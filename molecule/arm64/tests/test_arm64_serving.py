@@ -6,7 +6,7 @@ import time
 
 import openai
 
-API_KEY = "lab-secret"
+API_KEY = "lab-secret-not-for-production"
 UNIT = "cpuinfer-llama-tiny-llama.service"
 
 

@@ -15,7 +15,7 @@ import pytest
 INSTANCES = {"tiny-llama": 8081, "tiny-deepseek": 8082}
 ENGINES = {"tiny-llama": "llama-server", "tiny-deepseek": "llama-cpp-python"}
 THREAD_FLAG = {"llama-server": "--threads", "llama-cpp-python": "--n_threads"}
-API_KEY = "lab-secret"
+API_KEY = "lab-secret-not-for-production"
 PROJECT = os.environ["MOLECULE_PROJECT_DIRECTORY"]
 sys.path.insert(0, os.path.join(PROJECT, ".build", "collections"))
 

@@ -28,7 +28,7 @@ RULES = os.path.join(REPO, "files", "prometheus", "cpuinfer.rules.yml")
 DASHBOARD = os.path.join(REPO, "files", "grafana", "cpuinfer-dashboard.json")
 EVIDENCE = os.path.join(REPO, ".build", "observability")
 LLAMA = "cpuinfer-llama-tiny-llama.service"
-API_KEY = "lab-secret"  # converge.yml's llama_server_api_key
+API_KEY = "lab-secret-not-for-production"  # converge.yml's llama_server_api_key
 NODE_EXPORTER_PORT, LLAMA_PORT = "9100", "8081"
 # dashboard queries that cannot answer in a lab VM, with the reason
 ABSENT_IN_THE_LAB = {

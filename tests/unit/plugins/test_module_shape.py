@@ -70,5 +70,10 @@ def test_documentation_parses_and_names_every_option(path):
     documented = yaml.safe_load(module.DOCUMENTATION)
     yaml.safe_load(module.EXAMPLES)
     yaml.safe_load(module.RETURN)
-    fragment_options = {"root", "persistent"}
-    assert set(module.ARGUMENT_SPEC) - fragment_options == set(documented.get("options") or {}) - fragment_options
+    fragment_options = set()
+    for fragment in documented.get("extends_documentation_fragment") or []:
+        # cpuinfer.llm.NAME is the fragment's DOCUMENTATION, cpuinfer.llm.NAME.PART its PART attribute
+        name, part = (fragment.split(".")[2:] + ["documentation"])[:2]
+        doc = importlib.import_module("ansible_collections.cpuinfer.llm.plugins.doc_fragments." + name).ModuleDocFragment
+        fragment_options.update(yaml.safe_load(getattr(doc, part.upper())).get("options") or {})
+    assert set(module.ARGUMENT_SPEC) == set(documented.get("options") or {}) | fragment_options

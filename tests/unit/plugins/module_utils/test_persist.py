@@ -58,3 +58,22 @@ def test_missing_directories_are_listed_outermost_first(tmp_path):
     missing = _persist.missing_directories(str(tmp_path), "/var/lib/cpuinfer/releases")
     assert missing == ["/var/lib/cpuinfer", "/var/lib/cpuinfer/releases"]
     assert _persist.missing_directories(str(tmp_path), "/var/lib") == []
+
+
+@pytest.mark.parametrize("path", ["/etc/cpuinfer/llama-server/tiny.env", "/etc/systemd/system/cpuinfer-llama-a.service"])
+def test_a_path_matches_where_matching_files_finds_it(tmp_path, path):
+    patterns = ["/etc/systemd/system/cpuinfer-llama-*.service", "/etc/cpuinfer/llama-server/*"]
+    target = tmp_path / path.lstrip("/")
+    target.parent.mkdir(parents=True)
+    target.write_text("x")
+    assert _persist.path_matches(path, patterns) and _persist.matching_files(str(tmp_path), patterns) == [path]
+
+
+@pytest.mark.parametrize("path", ["/etc/cpuinfer/llama-server/sub/tiny.env", "/etc/cpuinfer/llama-server/.hidden",
+                                  "/etc/systemd/system/cpuinfer-llama-a.slice", "/etc/cpuinfer/llama-server"])
+def test_a_path_does_not_match_where_glob_would_not_find_it(tmp_path, path):
+    patterns = ["/etc/systemd/system/cpuinfer-llama-*.service", "/etc/cpuinfer/llama-server/*"]
+    target = tmp_path / path.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("x")
+    assert not _persist.path_matches(path, patterns) and _persist.matching_files(str(tmp_path), patterns) == []

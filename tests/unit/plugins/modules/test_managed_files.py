@@ -18,7 +18,7 @@ def _args(root, **extra):
         "directories": [{"path": "/etc/demo", "mode": "0700"}],
         "files": [
             {"path": UNIT, "content": "[Service]\nExecStart=/bin/true\n"},
-            {"path": ENV, "content": "TOKEN=hunter2\n", "mode": "0600", "secret": True},
+            {"path": ENV, "secret_content": "TOKEN=hunter2\n", "mode": "0600"},
         ],
     }
     args.update(extra)

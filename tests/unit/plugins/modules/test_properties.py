@@ -145,16 +145,18 @@ case(sysctl, sysctl_host, good={"values": st.fixed_dictionaries({}, optional={
     "kernel.no_such_knob": st.just(1)})},
     bad={"values": st.dictionaries(st.sampled_from(["kernel.numa_balancing", "kernel/x", "x", "kernel.perf_event_paranoid"]),
                                    ANY_SCALAR, max_size=3)})
-FILE_ENTRY = st.fixed_dictionaries({"path": st.sampled_from(["/etc/a.conf", "/etc/demo.d/b.env", "/opt/x/y/z.service"]),
-                                    "content": NASTY_TEXT},
-                                   optional={"mode": st.sampled_from(["0644", "0600", "0755", "644", "0o644", "rw"]),
-                                             "secret": st.booleans()})
+FILE_ENTRY = st.builds(
+    lambda path, text_option, text, extra: dict(extra, path=path, **{text_option: text}),
+    st.sampled_from(["/etc/a.conf", "/etc/demo.d/b.env", "/opt/x/y/z.service", "/etc/systemd/system/new.service"]),
+    st.sampled_from(["content", "secret_content"]), NASTY_TEXT,
+    st.fixed_dictionaries({}, optional={"mode": st.sampled_from(["0644", "0600", "0755", "644", "0o644", "rw"])}))
 case(managed_files, files_host, good={"files": st.lists(FILE_ENTRY, max_size=3), "directories": st.lists(
     st.fixed_dictionaries({"path": st.sampled_from(["/etc/demo.d", "/var/lib/demo", "/etc/systemd/system/existing.service"])},
                           optional={"mode": st.sampled_from(["0700", "0755", "999"])}), max_size=2)})
 case(release, files_host, good={
     "name": st.sampled_from(["demo", "llama_server"]), "state": st.sampled_from(["recorded", "rolled_back"]),
     "patterns": st.sampled_from([["/etc/systemd/system/*.service"], ["/etc/demo.d/*", "/etc/*.conf"], ["/nowhere/*"]]),
+    "files": st.lists(FILE_ENTRY, max_size=2),
 }, bad={
     "name": st.sampled_from(["../x", "", "a b"]), "patterns": st.sampled_from([["relative"], [], ["/a/../b"]]),
     "store": st.sampled_from(["relative", "/etc/systemd"]),

@@ -162,3 +162,50 @@ def test_a_bad_request_is_refused_before_any_write(tmp_path, run_module, extra, 
     failed, result = run_module(release, _args(tmp_path, **extra))
     assert failed and message in result["msg"] and "nothing written" in result["msg"], result
     assert snapshot(tmp_path) == before
+
+
+def _with_files(root, **extra):
+    files = [{"path": UNIT, "content": "ExecStart=/opt/builds/k3/server\n"},
+             {"path": ENV, "secret_content": "TOKEN=hunter3\n", "mode": "0600"},
+             {"path": "/etc/demo/not-in-a-pattern/x", "content": "x\n"}]
+    return _args(root, directories=[{"path": "/etc/demo", "mode": "0700"}], files=files, **extra)
+
+
+def test_files_are_written_and_recorded_as_the_release_in_one_run(tmp_path, run_module):
+    first, second = _two_releases(tmp_path, run_module)
+    failed, result = run_module(release, _with_files(tmp_path), diff=True)
+    assert not failed and result["changed"], result
+    assert _read(tmp_path, UNIT) == "ExecStart=/opt/builds/k3/server\n" and _read(tmp_path, ENV) == "TOKEN=hunter3\n"
+    assert result["written_paths"] == ["/etc/demo/not-in-a-pattern", "/etc/demo", UNIT, ENV, "/etc/demo/not-in-a-pattern/x"]
+    assert result["previous_release"] == second["release"] and result["changed_paths"] == [ENV, UNIT]
+    assert "hunter" not in json.dumps(result)
+    assert [d["after_header"].split(" ")[0] for d in result["diff"]][-1] == "/var/lib/cpuinfer/releases/demo.json"
+    # the record holds what is on disk now: recording again, without files, changes nothing
+    failed, again = run_module(release, _args(tmp_path))
+    assert not failed and not again["changed"] and again["release"] == result["release"]
+    failed, again = run_module(release, _with_files(tmp_path))
+    assert not failed and not again["changed"] and again["written_paths"] == []
+
+
+def test_check_mode_with_files_writes_nothing_and_names_the_release_it_would_record(tmp_path, run_module):
+    _two_releases(tmp_path, run_module)
+    before = snapshot(tmp_path)
+    failed, result = run_module(release, _with_files(tmp_path), check=True, diff=True)
+    assert not failed and result["changed"] and snapshot(tmp_path) == before
+    failed, real = run_module(release, _with_files(tmp_path))
+    assert result["release"] == real["release"] and result["written_paths"] == real["written_paths"]
+
+
+def test_a_failed_record_write_puts_the_files_back(tmp_path, run_module, monkeypatch):
+    _two_releases(tmp_path, run_module)
+    before = snapshot(tmp_path)
+    real = release.put_state
+
+    def failing(root, path, state):
+        if path.endswith("/demo.json"):
+            raise _persist.PersistError("disk full")
+        return real(root, path, state)
+    monkeypatch.setattr(release, "put_state", failing)
+    failed, result = run_module(release, _with_files(tmp_path))
+    assert failed and "disk full" in result["msg"] and "every change made before it was put back" in result["msg"], result
+    assert snapshot(tmp_path) == before

@@ -1,0 +1,61 @@
+# -*- coding: utf-8 -*-
+# Copyright: cpuinfer.llm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment:
+    """The directories and files that managed_files writes, and release writes before recording them."""
+
+    DOCUMENTATION = r"""
+options:
+  directories:
+    description: Directories to create or correct.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path: &path
+        description: Absolute path.
+        type: str
+        required: true
+      mode:
+        description: Permission bits, octal text.
+        type: str
+        default: "0755"
+      owner: &owner
+        description: Owner's user name.
+        type: str
+        default: root
+      group: &group
+        description: Group name.
+        type: str
+        default: root
+  files:
+    description:
+      - Files to write, each with exactly one of O(files[].content) and O(files[].secret_content).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path: *path
+      content:
+        description: The whole text of the file.
+        type: str
+      secret_content:
+        description:
+          - The whole text of a file that holds a secret (an environment file with a key, a key).
+          - Ansible keeps it out of the logged invocation, the result and the host's journal, so the
+            task needs no C(no_log), which would hide the other files' diffs too. The diff shows its
+            size only.
+        type: str
+      mode:
+        description: Permission bits, octal text.
+        type: str
+        default: "0644"
+      owner: *owner
+      group: *group
+"""
