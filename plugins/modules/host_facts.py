@@ -29,8 +29,19 @@ description:
     roles that need a class refuse them by name.
   - A sysfs that contradicts itself (online CPUs without their directory, a package id on some CPUs
     only, a number that is not one) fails the module with the file named, rather than guessing.
+  - With O(records), also reports the files an earlier converge left (the collection's records) as
+    they are, under C(ansible_facts.cpuinfer_records), so a play skips rewriting a record that is
+    already current without a stat run of its own.
 author: cpuinfer.llm maintainers (@cpuinfer)
-options: {}
+options:
+  records:
+    description:
+      - Absolute paths of record files to report. A directory stands for the regular files directly in it.
+      - Each file is reported by its path with C(sha256) (of its text), C(mode) (octal text), C(uid)
+        and C(gid); a named file that does not exist as C(null). A missing directory adds nothing.
+    type: list
+    elements: path
+    default: []
 extends_documentation_fragment:
   - cpuinfer.llm.kernel
 attributes:
@@ -51,6 +62,11 @@ EXAMPLES = r"""
 - name: Build flags for this host's class
   ansible.builtin.debug:
     msg: "{{ ansible_facts.cpuinfer.llama_cmake_args | join(' ') }}"
+
+- name: Learn the host and what an earlier converge recorded in the collection's state directory
+  cpuinfer.llm.host_facts:
+    records:
+      - /var/lib/cpuinfer
 
 - name: Read facts from an offline snapshot of another host
   cpuinfer.llm.host_facts:
@@ -88,14 +104,24 @@ ansible_facts:
         runtime: {glibc: "2.36", glibcxx: "3.4.30"}
         os: {distribution: Debian, release: bookworm, architecture: aarch64, python: "3.11"}
         cpufreq_governor: performance
+    cpuinfer_records:
+      description: The files of O(records) as they are, by path (C(null) for a named file that is absent).
+      type: dict
+      returned: always
+      sample:
+        /var/lib/cpuinfer/host_facts.json: {sha256: 9f86d081884c7d65, mode: "0640", uid: 0, gid: 0}
+        /var/lib/cpuinfer/host_tuning_original.json: null
 """
+
+import hashlib
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _cpu_classes, _resctrl, _runtime, _topology
 from ansible_collections.cpuinfer.llm.plugins.module_utils._os_identity import os_identity
+from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import file_state, matching_files
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import format_cpulist
-from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import run_module
+from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import refuse_if, run_module
 
-ARGUMENT_SPEC = dict(root=dict(type="path", default="/"))
+ARGUMENT_SPEC = dict(root=dict(type="path", default="/"), records=dict(type="list", elements="path", default=[]))
 
 
 def gather(root):
@@ -138,10 +164,32 @@ def gather(root):
     }
 
 
+def _record(state):
+    return dict(sha256=hashlib.sha256(state.content.encode("utf-8")).hexdigest(), mode="%04o" % state.mode,
+                uid=state.uid, gid=state.gid)
+
+
+def records(root, paths):
+    """{path: {sha256, mode, uid, gid} or None} of the named files and of the regular files directly in
+    the named directories."""
+    refuse_if(["records: %r is not an absolute path without '..'" % path for path in paths
+               if not path.startswith("/") or ".." in path.split("/")])
+    found = {}
+    for path in paths:
+        state = file_state(root, path)
+        if state is None or state.content is not None:
+            found[path] = None if state is None else _record(state)
+            continue
+        for inside in matching_files(root, [path.rstrip("/") + "/*"]):
+            found[inside] = _record(file_state(root, inside))
+    return found
+
+
 def report(module, dummy_journal):
     facts = gather(module.params["root"])
     facts["os"] = os_identity(module)  # the live host's, whatever the root (no setup run needed for builds)
-    return dict(changed=False, ansible_facts={"cpuinfer": facts})
+    return dict(changed=False, ansible_facts={"cpuinfer": facts,
+                                              "cpuinfer_records": records(module.params["root"], module.params["records"])})
 
 
 def main():

@@ -78,82 +78,10 @@ persistent_file:
   sample: /etc/sysctl.d/90-cpuinfer-tuning.conf
 """
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_exists, read_knob
-from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import MANAGED_HEADER, applied_at_boot_warning, read_file
-from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, file_step, knob_step, refuse_if, render_values, run_module
-from ansible_collections.cpuinfer.llm.plugins.module_utils._sysctl import SysctlError, render_dropin, sysctl_path
+from ansible_collections.cpuinfer.llm.plugins.module_utils._sysctl_settings import OPTIONS, converge
+from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import run_module
 
-OWNED_ELSEWHERE = {"kernel.perf_event_paranoid": "cpuinfer.llm.perf_paranoid"}
-
-ARGUMENT_SPEC = dict(
-    values=dict(type="dict", required=True),
-    dropin=dict(type="path", default="/etc/sysctl.d/90-cpuinfer-tuning.conf"),
-    missing=dict(type="str", choices=["skip", "fail"], default="skip"),
-    persistent=dict(type="bool", default=True),
-    root=dict(type="path", default="/"),
-)
-
-
-def normalised(value):
-    """The kernel separates the fields of a multi-value sysctl with tabs; compare words."""
-    return " ".join(str(value).split())
-
-
-def wanted_values(values):
-    """{key: text} or Refused naming every bad key and value."""
-    problems, wanted = [], {}
-    for key in sorted(values):
-        value = values[key]
-        try:
-            sysctl_path(key)
-        except SysctlError as exc:
-            problems.append(str(exc))
-            continue
-        if key in OWNED_ELSEWHERE:
-            problems.append("%s is set by %s (it keeps its safety rules)" % (key, OWNED_ELSEWHERE[key]))
-        elif isinstance(value, (dict, list)) or value is None or isinstance(value, bool):
-            problems.append("%s: give a number or a line of text, not %r" % (key, value))
-        elif not normalised(value) or "\n" in str(value):
-            problems.append("%s: %r is not a one-line value" % (key, value))
-        else:
-            wanted[key] = normalised(value)
-    refuse_if(problems)
-    return wanted
-
-
-def converge(module, journal):
-    params, root = module.params, module.params["root"]
-    wanted = wanted_values(params["values"])
-    missing = sorted(key for key in wanted if not knob_exists(root, sysctl_path(key)))
-    if missing and params["missing"] == "fail":
-        raise Refused("this kernel has no %s; nothing written" % ", ".join(missing))
-    present = dict((key, value) for key, value in wanted.items() if key not in missing)
-    before = dict((key, normalised(read_knob(root, sysctl_path(key)))) for key in present)
-
-    steps = [knob_step(root, sysctl_path(key), value, before[key]) for key, value in sorted(present.items())
-             if before[key] != value]
-    dropin_before = dropin_after = read_file(root, params["dropin"])
-    if params["persistent"]:
-        notes = ["not in this kernel, left out: %s" % ", ".join(missing)] if missing else []
-        dropin_after = render_dropin(MANAGED_HEADER.format(module="cpuinfer.llm.sysctl"), present, notes)
-        if dropin_after != dropin_before:
-            steps.append(file_step(root, params["dropin"], dropin_after, dropin_before))
-        warning = applied_at_boot_warning(root, params["dropin"], "systemd-sysctl")
-        if warning:
-            module.warn(warning)
-    journal.apply(steps)
-
-    after = dict(before, **present)
-    result = dict(changed=bool(steps), before=before, after=after, missing=missing)
-    if params["persistent"]:
-        result["persistent_file"] = params["dropin"]
-    if module._diff:
-        result["diff"] = [
-            dict(before_header="runtime", after_header="runtime", before=render_values(before), after=render_values(after))]
-        if params["persistent"]:
-            result["diff"].append(dict(before_header=params["dropin"], after_header=params["dropin"],
-                                       before=dropin_before or "", after=dropin_after))
-    return result
+ARGUMENT_SPEC = dict(OPTIONS, root=dict(type="path", default="/"))
 
 
 def main():

@@ -146,3 +146,28 @@ def test_cpufreq_governor_of_the_first_online_cpu_or_none(tmp_path, run_module):
     governor.parent.mkdir(parents=True)
     governor.write_text("schedutil\n")
     assert facts_of(run_module, tmp_path)["cpufreq_governor"] == "schedutil"
+
+
+def test_records_report_named_files_and_the_files_in_named_directories(tmp_path, run_module):
+    import hashlib
+    import os
+
+    xeon_tree(tmp_path)
+    write_tree(tmp_path, {"/var/lib/cpuinfer/host_facts.json": "{}\n", "/var/lib/cpuinfer/releases/llama_server.json": "x"})
+    os.chmod(str(tmp_path / "var/lib/cpuinfer/host_facts.json"), 0o640)
+    before = snapshot(tmp_path)
+    failed, result = run_module(host_facts, {"root": str(tmp_path),
+                                             "records": ["/var/lib/cpuinfer", "/etc/absent.json", "/nowhere"]})
+    assert not failed, result
+    records = result["ansible_facts"]["cpuinfer_records"]
+    assert records == {"/var/lib/cpuinfer/host_facts.json": {"sha256": hashlib.sha256(b"{}\n").hexdigest(), "mode": "0640",
+                                                             "uid": os.getuid(), "gid": os.getgid()},
+                       "/etc/absent.json": None, "/nowhere": None}
+    assert snapshot(tmp_path) == before
+
+
+def test_records_without_the_option_are_empty_and_a_relative_path_is_refused(tmp_path, run_module):
+    xeon_tree(tmp_path)
+    assert run_module(host_facts, {"root": str(tmp_path)})[1]["ansible_facts"]["cpuinfer_records"] == {}
+    failed, result = run_module(host_facts, {"root": str(tmp_path), "records": ["var/lib/cpuinfer", "/a/../b"]})
+    assert failed and "'var/lib/cpuinfer' is not an absolute path" in result["msg"] and "'/a/../b'" in result["msg"]

@@ -1,0 +1,193 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: cpuinfer.llm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: kernel_settings
+short_description: Transparent huge pages, perf_event_paranoid and sysctls in one module run, all or none
+version_added: 0.7.4
+description:
+  - Does what M(cpuinfer.llm.thp), M(cpuinfer.llm.perf_paranoid) and M(cpuinfer.llm.sysctl) do, with
+    their rules, in one module run. A converge that changes nothing pays one round trip for the three
+    instead of three. Each part is optional; give at least one.
+  - Every part is read and checked before the first write, so a bad part refuses the whole run with
+    nothing written. When a write fails, every change this run made, in any part, is put back.
+  - Check mode reports what would change. The diff shows each part's runtime values and drop-in,
+    headed by the part's name.
+author: cpuinfer.llm maintainers (@cpuinfer)
+options:
+  thp:
+    description: Transparent huge pages, as M(cpuinfer.llm.thp) takes them.
+    type: dict
+    suboptions:
+      enabled:
+        description: THP policy for anonymous memory.
+        type: str
+        choices: [always, madvise, never]
+      defrag:
+        description: When page faults may stall on compaction to get a huge page.
+        type: str
+        choices: [always, defer, defer+madvise, madvise, never]
+      khugepaged:
+        description: Settings of the khugepaged collapse daemon, by knob name (as M(cpuinfer.llm.thp)).
+        type: dict
+        suboptions:
+          defrag:
+            description: Whether khugepaged may compact memory (V(0) or V(1)).
+            type: int
+          pages_to_scan:
+            description: Pages scanned per wake-up.
+            type: int
+          scan_sleep_millisecs:
+            description: Sleep between scans.
+            type: int
+          alloc_sleep_millisecs:
+            description: Sleep after a failed huge page allocation.
+            type: int
+          max_ptes_none:
+            description: How many unmapped small pages a collapse may fill.
+            type: int
+      persistent:
+        description: Also keep the values in C(/etc/tmpfiles.d/cpuinfer-thp.conf) for every boot.
+        type: bool
+        default: true
+  perf_paranoid:
+    description: C(kernel.perf_event_paranoid), as M(cpuinfer.llm.perf_paranoid) takes it (V(-1) only with its opt-in).
+    type: dict
+    suboptions:
+      level:
+        description: The wanted level, V(-1) to V(4). Required when O(perf_paranoid.state=present).
+        type: int
+      state:
+        description: V(present) sets the level; V(absent) restores the recorded original and removes the drop-in.
+        type: str
+        choices: [present, absent]
+        default: present
+      allow_unrestricted:
+        description: Must be V(true) to set V(-1). Prefer C(CAP_PERFMON) on the one service that needs counters.
+        type: bool
+        default: false
+      persistent:
+        description: Also keep the level in C(/etc/sysctl.d/90-cpuinfer-perf-paranoid.conf) for every boot.
+        type: bool
+        default: true
+  sysctl:
+    description: Other sysctls, as M(cpuinfer.llm.sysctl) takes them.
+    type: dict
+    suboptions:
+      values:
+        description: Sysctl keys (dotted) and their values.
+        type: dict
+        required: true
+      dropin:
+        description: The drop-in that persists the values.
+        type: path
+        default: /etc/sysctl.d/90-cpuinfer-tuning.conf
+      missing:
+        description: What a key this kernel lacks does (V(skip) leaves it out and reports it).
+        type: str
+        choices: [skip, fail]
+        default: skip
+      persistent:
+        description: Also keep the values in O(sysctl.dropin) for every boot.
+        type: bool
+        default: true
+extends_documentation_fragment:
+  - cpuinfer.llm.kernel
+"""
+
+EXAMPLES = r"""
+- name: The kernel settings of an inference host, one module run
+  cpuinfer.llm.kernel_settings:
+    thp:
+      enabled: madvise
+      defrag: never
+    perf_paranoid:
+      level: 2
+    sysctl:
+      values:
+        kernel.sched_rt_runtime_us: 950000
+        kernel.numa_balancing: 0
+"""
+
+RETURN = r"""
+thp:
+  description: What M(cpuinfer.llm.thp) returns (before, after, persistent_file, changed), for this part.
+  returned: when O(thp) is given
+  type: dict
+  sample: {changed: false, before: {enabled: madvise, defrag: never}, after: {enabled: madvise, defrag: never}}
+perf_paranoid:
+  description: What M(cpuinfer.llm.perf_paranoid) returns (previous, level, original, honours_level_3, changed).
+  returned: when O(perf_paranoid) is given
+  type: dict
+  sample: {changed: false, previous: 2, level: 2, original: 3, honours_level_3: true}
+sysctl:
+  description: What M(cpuinfer.llm.sysctl) returns (before, after, missing, persistent_file, changed).
+  returned: when O(sysctl) is given
+  type: dict
+  sample: {changed: false, before: {kernel.numa_balancing: "0"}, after: {kernel.numa_balancing: "0"}, missing: []}
+"""
+
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _perf_paranoid_settings, _sysctl_settings, _thp_settings
+from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, run_module
+
+PARTS = (("thp", _thp_settings), ("perf_paranoid", _perf_paranoid_settings), ("sysctl", _sysctl_settings))
+ARGUMENT_SPEC = dict([(name, dict(type="dict", options=part.OPTIONS)) for name, part in PARTS],
+                     root=dict(type="path", default="/"))
+
+
+class _Part:
+    """The module as one part's converge sees it: that part's params (with root), warnings named by part."""
+
+    def __init__(self, module, name, params):
+        self._module, self._name, self.params = module, name, params
+        self._diff, self.check_mode = module._diff, module.check_mode
+
+    def warn(self, message):
+        self._module.warn("%s: %s" % (self._name, message))
+
+
+class _Planned:
+    """A journal that only collects: every part plans before the first write."""
+
+    def __init__(self):
+        self.steps = []
+
+    def apply(self, steps):
+        self.steps.extend(steps)
+
+
+def _diffs(name, diff):
+    for entry in diff if isinstance(diff, list) else [dict(diff, before_header="", after_header="")]:
+        yield dict(entry, before_header=("%s %s" % (name, entry["before_header"])).strip(),
+                   after_header=("%s %s" % (name, entry["after_header"])).strip())
+
+
+def converge(module, journal):
+    given = [(name, part) for name, part in PARTS if module.params[name] is not None]
+    if not given:
+        raise Refused("nothing to set: give thp, perf_paranoid or sysctl")
+    if (module.params["sysctl"] or {}).get("dropin") == _perf_paranoid_settings.DROPIN:
+        raise Refused("sysctl.dropin %s is perf_paranoid's own drop-in; nothing written" % _perf_paranoid_settings.DROPIN)
+    planned, results = _Planned(), {}
+    for name, part in given:
+        results[name] = part.converge(_Part(module, name, dict(module.params[name], root=module.params["root"])), planned)
+    journal.apply(planned.steps)
+    diff = [entry for name, dummy in given for entry in _diffs(name, results[name].pop("diff", []))]
+    result = dict(changed=bool(planned.steps), **results)
+    if module._diff:
+        result["diff"] = diff
+    return result
+
+
+def main():
+    run_module(ARGUMENT_SPEC, converge)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""kernel_settings: thp, perf_paranoid and sysctl in one run, planned together, written all or none."""
+
+import pytest
+
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _persist, _thp
+from ansible_collections.cpuinfer.llm.plugins.modules import kernel_settings, perf_paranoid, sysctl, thp
+
+from kernel_tree import FakeThpKernel, perf_tree, snapshot, write_tree
+
+THP = {"enabled": "madvise", "defrag": "never"}
+PERF = {"level": 2}
+SYSCTL = {"values": {"kernel.sched_rt_runtime_us": 950000, "kernel.numa_balancing": 0}}
+
+
+def _host(root, monkeypatch=None):
+    fake = FakeThpKernel(root)  # a THP selection reads back bracketed, as the kernel's does (any root, once installed)
+    if monkeypatch:
+        fake.install(monkeypatch)
+    perf_tree(root, level=3)
+    write_tree(root, {"/proc/sys/kernel/sched_rt_runtime_us": "-1\n"})
+    return root
+
+
+@pytest.fixture
+def host(tmp_path, monkeypatch):
+    return _host(tmp_path, monkeypatch)
+
+
+def _as_read(root):
+    """The values as the kernel shows them, and the drop-ins (a put-back value reads the same, not byte for byte)."""
+    files = dict((path, text) for path, text in snapshot(root).items() if path.startswith("etc/"))
+    return (_thp.read_state(str(root))[0], (root / "proc/sys/kernel/perf_event_paranoid").read_text().strip(),
+            (root / "proc/sys/kernel/sched_rt_runtime_us").read_text().strip(), files)
+
+
+def test_one_run_leaves_the_host_as_the_three_modules_do(tmp_path, run_module, monkeypatch):
+    together, one_by_one = _host(tmp_path / "together", monkeypatch), _host(tmp_path / "one_by_one")
+    failed, result = run_module(kernel_settings, {"thp": THP, "perf_paranoid": PERF, "sysctl": SYSCTL, "root": str(together)})
+    assert not failed and result["changed"], result
+    for module, args in ((thp, THP), (perf_paranoid, PERF), (sysctl, SYSCTL)):
+        assert not run_module(module, dict(args, root=str(one_by_one)))[0]
+    assert snapshot(together) == snapshot(one_by_one)
+    assert result["sysctl"]["missing"] == ["kernel.numa_balancing"] and result["perf_paranoid"]["original"] == 3
+    assert result["thp"]["after"]["enabled"] == "madvise"
+    failed, again = run_module(kernel_settings, {"thp": THP, "perf_paranoid": PERF, "sysctl": SYSCTL, "root": str(together)})
+    assert not failed and not again["changed"], again
+    assert not any(again[part]["changed"] for part in ("thp", "perf_paranoid", "sysctl"))
+
+
+def test_a_bad_part_refuses_the_run_before_any_part_writes(host, run_module):
+    before = snapshot(host)
+    failed, result = run_module(kernel_settings, {"thp": THP, "perf_paranoid": {"level": -1}, "root": str(host)})
+    assert failed and "allow_unrestricted" in result["msg"] and "nothing written" in result["msg"], result
+    assert snapshot(host) == before
+
+
+def test_a_failed_write_puts_back_what_the_other_parts_wrote(host, run_module, monkeypatch):
+    before = _as_read(host)
+    real = _persist.restore_file
+
+    def fail_on_sysctl_dropin(root, relative, *rest):
+        if relative.endswith("90-cpuinfer-tuning.conf"):
+            raise _persist.PersistError("disk full")
+        return real(root, relative, *rest)
+    monkeypatch.setattr(_persist, "restore_file", fail_on_sysctl_dropin)
+    failed, result = run_module(kernel_settings, {"thp": THP, "perf_paranoid": PERF, "sysctl": SYSCTL, "root": str(host)})
+    assert failed and "disk full" in result["msg"] and "put back" in result["msg"], result
+    assert _as_read(host) == before and before[1] == "3"
+
+
+def test_check_mode_writes_nothing_and_the_diff_is_headed_by_part(host, run_module):
+    before = snapshot(host)
+    failed, result = run_module(kernel_settings, {"thp": THP, "perf_paranoid": PERF, "root": str(host)}, check=True, diff=True)
+    assert not failed and result["changed"] and snapshot(host) == before
+    headers = [entry["before_header"] for entry in result["diff"]]
+    assert headers == ["thp runtime", "thp /etc/tmpfiles.d/cpuinfer-thp.conf", "perf_paranoid"], headers
+    assert "sysctl" not in result and "diff" not in result["thp"]
+
+
+@pytest.mark.parametrize("args, words", [
+    ({}, "nothing to set: give thp, perf_paranoid or sysctl"),
+    ({"sysctl": {"values": {"kernel.numa_balancing": 0}, "dropin": "/etc/sysctl.d/90-cpuinfer-perf-paranoid.conf"}},
+     "perf_paranoid's own drop-in"),
+    ({"thp": {}}, "nothing to set: give enabled, defrag or khugepaged"),
+    ({"sysctl": {"values": {"kernel.perf_event_paranoid": 1}}}, "is set by cpuinfer.llm.perf_paranoid"),
+])
+def test_requests_that_cannot_be_carried_out_are_refused(host, run_module, args, words):
+    before = snapshot(host)
+    failed, result = run_module(kernel_settings, dict(args, root=str(host)))
+    assert failed and words in result["msg"], result
+    assert snapshot(host) == before
