@@ -20,9 +20,9 @@ description:
   - Reports the C library's release (from C(libc.so.6)'s banner) and libstdc++'s newest C(GLIBCXX_)
     version (from its file name) under C(runtime), so a controller-built engine can be checked
     against what the host will load; C(null) where the host has neither (musl, a bare tree).
-  - Reports under C(os) the distribution and release (read by Ansible's own distribution code from
-    C(/etc/os-release) and the like, the names setup gives), the machine and the Python that runs modules,
-    which key an engine build, so a converge needs no setup run. Always the live host's, whatever O(root).
+  - Reports under C(os) the distribution and release (read by Ansible's C(sys_info) from
+    C(/etc/os-release); on Debian and Ubuntu the names setup gives), the machine and the Python that runs
+    modules, which key an engine build, so a converge needs no setup run. Always the live host's, whatever O(root).
   - Facts are returned under C(ansible_facts.cpuinfer).
   - Hosts of other architectures (ppc64le, riscv64, s390x, or a C(/proc/cpuinfo) the module cannot
     read) are reported as C(platform=other), C(arch=other) with no ISA and no llama.cpp build class;
@@ -37,7 +37,7 @@ options:
   records:
     description:
       - Absolute paths of record files to report. A directory stands for the regular files directly in it.
-      - Each file is reported by its path with C(sha256) (of its text), C(mode) (octal text), C(uid)
+      - Each file is reported by its path with C(sha256) (of its bytes), C(mode) (octal text), C(uid)
         and C(gid); a named file that does not exist as C(null). A missing directory adds nothing.
     type: list
     elements: path
@@ -113,11 +113,9 @@ ansible_facts:
         /var/lib/cpuinfer/host_tuning_original.json: null
 """
 
-import hashlib
-
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _cpu_classes, _resctrl, _runtime, _topology
 from ansible_collections.cpuinfer.llm.plugins.module_utils._os_identity import os_identity
-from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import file_state, matching_files
+from ansible_collections.cpuinfer.llm.plugins.module_utils._records import problems, records
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import format_cpulist
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import refuse_if, run_module
 
@@ -164,30 +162,10 @@ def gather(root):
     }
 
 
-def _record(state):
-    return dict(sha256=hashlib.sha256(state.content.encode("utf-8")).hexdigest(), mode="%04o" % state.mode,
-                uid=state.uid, gid=state.gid)
-
-
-def records(root, paths):
-    """{path: {sha256, mode, uid, gid} or None} of the named files and of the regular files directly in
-    the named directories."""
-    refuse_if(["records: %r is not an absolute path without '..'" % path for path in paths
-               if not path.startswith("/") or ".." in path.split("/")])
-    found = {}
-    for path in paths:
-        state = file_state(root, path)
-        if state is None or state.content is not None:
-            found[path] = None if state is None else _record(state)
-            continue
-        for inside in matching_files(root, [path.rstrip("/") + "/*"]):
-            found[inside] = _record(file_state(root, inside))
-    return found
-
-
 def report(module, dummy_journal):
+    refuse_if(problems("records", module.params["records"]))
     facts = gather(module.params["root"])
-    facts["os"] = os_identity(module)  # the live host's, whatever the root (no setup run needed for builds)
+    facts["os"] = os_identity()  # the live host's, whatever the root (no setup run needed for builds)
     return dict(changed=False, ansible_facts={"cpuinfer": facts,
                                               "cpuinfer_records": records(module.params["root"], module.params["records"])})
 

@@ -9,12 +9,15 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: kernel_settings
-short_description: Transparent huge pages, perf_event_paranoid and sysctls in one module run, all or none
+short_description: Transparent huge pages, perf_event_paranoid, sysctls and files in one module run, all or none
 version_added: 0.7.4
 description:
   - Does what M(cpuinfer.llm.thp), M(cpuinfer.llm.perf_paranoid) and M(cpuinfer.llm.sysctl) do, with
     their rules, in one module run. A converge that changes nothing pays one round trip for the three
     instead of three. Each part is optional; give at least one.
+  - O(directories) and O(files), as M(cpuinfer.llm.managed_files) takes them, are written in the same
+    run (a role's slices and units beside its kernel settings, one round trip for both). None of them
+    may be a drop-in a part of this run writes.
   - Every part is read and checked before the first write, so a bad part refuses the whole run with
     nothing written. When a write fails, every change this run made, in any part, is put back.
   - Check mode reports what would change. The diff shows each part's runtime values and drop-in,
@@ -99,6 +102,7 @@ options:
         default: true
 extends_documentation_fragment:
   - cpuinfer.llm.kernel
+  - cpuinfer.llm.managed_files
 """
 
 EXAMPLES = r"""
@@ -113,6 +117,15 @@ EXAMPLES = r"""
       values:
         kernel.sched_rt_runtime_us: 950000
         kernel.numa_balancing: 0
+
+- name: Kernel settings and a slice on its CPUs, one module run
+  cpuinfer.llm.kernel_settings:
+    thp:
+      enabled: madvise
+    files:
+      - path: /etc/systemd/system/inference.slice
+        content: "[Slice]\nAllowedCPUs=2-7\n"
+  register: tuned
 """
 
 RETURN = r"""
@@ -131,14 +144,26 @@ sysctl:
   returned: when O(sysctl) is given
   type: dict
   sample: {changed: false, before: {kernel.numa_balancing: "0"}, after: {kernel.numa_balancing: "0"}, missing: []}
+changed_paths:
+  description: The directories and files of O(directories) and O(files) this run changed (in check mode, would change).
+  returned: always
+  type: list
+  elements: str
+  sample: [/etc/systemd/system/inference.slice]
 """
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils import _perf_paranoid_settings, _sysctl_settings, _thp_settings
-from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, run_module
+from ansible_collections.cpuinfer.llm.plugins.module_utils import (
+    _managed_files,
+    _perf_paranoid_settings,
+    _sysctl_settings,
+    _thp_settings,
+)
+from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, refuse_if, run_module
+from ansible_collections.cpuinfer.llm.plugins.module_utils._thp import TMPFILES_DROPIN
 
 PARTS = (("thp", _thp_settings), ("perf_paranoid", _perf_paranoid_settings), ("sysctl", _sysctl_settings))
 ARGUMENT_SPEC = dict([(name, dict(type="dict", options=part.OPTIONS)) for name, part in PARTS],
-                     root=dict(type="path", default="/"))
+                     root=dict(type="path", default="/"), **_managed_files.OPTIONS)
 
 
 class _Part:
@@ -168,18 +193,35 @@ def _diffs(name, diff):
                    after_header=("%s %s" % (name, entry["after_header"])).strip())
 
 
+def _dropins(params):
+    """The drop-ins the given parts own, by path."""
+    owned = {}
+    if params["thp"] is not None:
+        owned[TMPFILES_DROPIN] = "thp"
+    if params["perf_paranoid"] is not None:
+        owned[_perf_paranoid_settings.DROPIN] = "perf_paranoid"
+    if params["sysctl"] is not None:
+        owned[params["sysctl"]["dropin"].rstrip("/")] = "sysctl"
+    return owned
+
+
 def converge(module, journal):
-    given = [(name, part) for name, part in PARTS if module.params[name] is not None]
-    if not given:
-        raise Refused("nothing to set: give thp, perf_paranoid or sysctl")
-    if (module.params["sysctl"] or {}).get("dropin") == _perf_paranoid_settings.DROPIN:
+    params = module.params
+    given = [(name, part) for name, part in PARTS if params[name] is not None]
+    if not given and not params["directories"] and not params["files"]:
+        raise Refused("nothing to set: give thp, perf_paranoid, sysctl, directories or files")
+    if (params["sysctl"] or {}).get("dropin") == _perf_paranoid_settings.DROPIN:
         raise Refused("sysctl.dropin %s is perf_paranoid's own drop-in; nothing written" % _perf_paranoid_settings.DROPIN)
+    owned = _dropins(params)
+    refuse_if(["%s: %s writes this drop-in" % (entry["path"], owned[entry["path"].rstrip("/")])
+               for entry in params["directories"] + params["files"] if entry["path"].rstrip("/") in owned])
     planned, results = _Planned(), {}
     for name, part in given:
-        results[name] = part.converge(_Part(module, name, dict(module.params[name], root=module.params["root"])), planned)
-    journal.apply(planned.steps)
-    diff = [entry for name, dummy in given for entry in _diffs(name, results[name].pop("diff", []))]
-    result = dict(changed=bool(planned.steps), **results)
+        results[name] = part.converge(_Part(module, name, dict(params[name], root=params["root"])), planned)
+    written = _managed_files.plan(params, params["root"])
+    journal.apply(planned.steps + written.steps)
+    diff = [entry for name, dummy in given for entry in _diffs(name, results[name].pop("diff", []))] + written.diffs
+    result = dict(changed=bool(planned.steps or written.steps), changed_paths=written.changed_paths, **results)
     if module._diff:
         result["diff"] = diff
     return result

@@ -106,6 +106,15 @@ def test_models_are_shared_read_only_files(host, name):
 
 
 @pytest.mark.parametrize("name", sorted(INSTANCES))
+def test_servers_run_as_the_dynamic_user_systemd_allocates(host, name):
+    pid = host.check_output("systemctl show --property=MainPID --value %s" % _unit(name))
+    uid = int(host.check_output("ps -o uid= -p %s" % pid))
+    # systemd's dynamic users take uids 61184-65519 (systemd.exec(5)); none is written to /etc/passwd
+    assert 61184 <= uid <= 65519, uid
+    assert "cpuinfer-llm:" not in host.file("/etc/passwd").content_string
+
+
+@pytest.mark.parametrize("name", sorted(INSTANCES))
 def test_openai_client_chat_and_stream(host, name):
     client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % _forwarded_port(host, INSTANCES[name]),
                            api_key=API_KEY, timeout=120, max_retries=2)

@@ -30,7 +30,7 @@ FILES_PLAYBOOK = """
     host_tuning_irq_interval: 10
     ansible_facts: {{cpuinfer: {{cpufreq_governor: schedutil}}}}
   tasks:
-    - name: The files cpus.yml hands to managed_files
+    - name: The files settings.yml hands to kernel_settings
       ansible.builtin.copy:
         content: "{{{{ (__host_tuning_slice_files + __host_tuning_governor_files) | to_json }}}}"
         dest: {out}

@@ -1,27 +1,12 @@
-"""The names an engine build is keyed by equal setup's min subset on the same host (here: the controller),
+"""The names an engine build is keyed by equal setup's min subset on the same host (here: the controller, Debian),
 so builds cached under setup's names are found again."""
 
 import json
-import os
 import platform
 import subprocess
 import sys
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils._os_identity import os_identity
-
-
-class Module:
-    """What Ansible's distribution code calls on a module."""
-
-    def run_command(self, args, **kwargs):
-        result = subprocess.run(args, capture_output=True, text=True, check=False, shell=isinstance(args, str))
-        return result.returncode, result.stdout, result.stderr
-
-    def get_bin_path(self, name, required=False, opt_dirs=None):
-        for directory in os.environ["PATH"].split(os.pathsep) + ["/usr/sbin", "/sbin"]:
-            if os.access(os.path.join(directory, name), os.X_OK):
-                return os.path.join(directory, name)
-        return None
 
 
 def setup_min_facts():
@@ -33,7 +18,7 @@ def setup_min_facts():
 
 def test_the_same_names_as_setup_min():
     facts = setup_min_facts()
-    assert os_identity(Module()) == {
+    assert os_identity() == {
         "distribution": facts["ansible_distribution"],
         "release": facts["ansible_distribution_release"],
         "architecture": facts["ansible_architecture"],
@@ -42,7 +27,7 @@ def test_the_same_names_as_setup_min():
 
 
 def test_the_machine_and_python_are_the_running_ones():
-    identity = os_identity(Module())
+    identity = os_identity()
     assert identity["architecture"] == platform.machine()
     assert identity["python"] == "%d.%d" % sys.version_info[:2]
     assert identity["distribution"] and identity["release"]

@@ -78,7 +78,12 @@ def test_check_mode_writes_nothing_and_the_diff_is_headed_by_part(host, run_modu
 
 
 @pytest.mark.parametrize("args, words", [
-    ({}, "nothing to set: give thp, perf_paranoid or sysctl"),
+    ({}, "nothing to set: give thp, perf_paranoid, sysctl, directories or files"),
+    ({"thp": THP, "files": [{"path": "/etc/tmpfiles.d/cpuinfer-thp.conf", "content": "x"}]},
+     "/etc/tmpfiles.d/cpuinfer-thp.conf: thp writes this drop-in"),
+    ({"sysctl": SYSCTL, "directories": [{"path": "/etc/sysctl.d/90-cpuinfer-tuning.conf/"}]},
+     "/etc/sysctl.d/90-cpuinfer-tuning.conf/: sysctl writes this drop-in"),
+    ({"perf_paranoid": PERF, "files": [{"path": "/etc/slice", "content": "x", "mode": "rw"}]}, "mode"),
     ({"sysctl": {"values": {"kernel.numa_balancing": 0}, "dropin": "/etc/sysctl.d/90-cpuinfer-perf-paranoid.conf"}},
      "perf_paranoid's own drop-in"),
     ({"thp": {}}, "nothing to set: give enabled, defrag or khugepaged"),
@@ -89,3 +94,41 @@ def test_requests_that_cannot_be_carried_out_are_refused(host, run_module, args,
     failed, result = run_module(kernel_settings, dict(args, root=str(host)))
     assert failed and words in result["msg"], result
     assert snapshot(host) == before
+
+
+SLICE = {"path": "/etc/systemd/system/inference.slice", "content": "[Slice]\nAllowedCPUs=1\n"}
+
+
+def test_files_are_written_in_the_same_run_and_reported_by_path(host, run_module):
+    failed, result = run_module(kernel_settings, {"thp": THP, "files": [SLICE], "root": str(host)})
+    assert not failed and result["changed"], result
+    assert (host / SLICE["path"].lstrip("/")).read_text() == SLICE["content"]
+    assert result["changed_paths"][-1] == SLICE["path"] and result["thp"]["after"]["enabled"] == "madvise"
+    failed, again = run_module(kernel_settings, {"thp": THP, "files": [SLICE], "root": str(host)})
+    assert not failed and not again["changed"] and again["changed_paths"] == []
+
+
+def test_files_alone_change_the_run_and_show_in_the_diff(host, run_module):
+    failed, result = run_module(kernel_settings, {"thp": THP, "files": [SLICE], "root": str(host)})
+    assert not failed
+    edited = dict(SLICE, content="[Slice]\nAllowedCPUs=2\n")
+    failed, result = run_module(kernel_settings, {"thp": THP, "files": [edited], "root": str(host)}, check=True, diff=True)
+    assert not failed and result["changed"] and not result["thp"]["changed"]
+    assert result["changed_paths"] == [SLICE["path"]]
+    slice_diff = result["diff"][-1]
+    assert (slice_diff["before"], slice_diff["after"]) == (SLICE["content"], edited["content"]), result["diff"]
+    assert (host / SLICE["path"].lstrip("/")).read_text() == SLICE["content"]
+
+
+def test_a_failed_file_write_puts_the_kernel_settings_back(host, run_module, monkeypatch):
+    before = _as_read(host)
+    real = _persist.replace_file
+
+    def fail_on_the_slice(root, relative, *rest):
+        if relative.endswith("inference.slice"):
+            raise _persist.PersistError("disk full")
+        return real(root, relative, *rest)
+    monkeypatch.setattr(_persist, "replace_file", fail_on_the_slice)
+    failed, result = run_module(kernel_settings, {"thp": THP, "perf_paranoid": PERF, "files": [SLICE], "root": str(host)})
+    assert failed and "disk full" in result["msg"], result
+    assert _as_read(host) == before and before[1] == "3"

@@ -103,3 +103,41 @@ def test_a_failed_write_puts_back_everything_written_before_it(tmp_path, run_mod
     assert failed and "disk full" in result["msg"] and "put back" in result["msg"], result
     assert (tmp_path / UNIT.lstrip("/")).read_text() == "the old unit\n"
     assert not (tmp_path / "etc" / "demo").exists()
+
+
+def test_report_reads_files_after_the_writes_in_the_same_run(tmp_path, run_module):
+    import hashlib
+
+    model = tmp_path / "var/lib/demo/models/m.gguf"
+    model.parent.mkdir(parents=True)
+    model.write_bytes(b"GGUF\x00\xff")
+    os.chmod(str(model), 0o444)
+    failed, result = run_module(managed_files, _args(tmp_path, report=["/var/lib/demo/models/m.gguf", "/var/lib/demo/models/gone.gguf", ENV]))
+    assert not failed, result
+    assert result["records"]["/var/lib/demo/models/m.gguf"] == {
+        "sha256": hashlib.sha256(b"GGUF\x00\xff").hexdigest(), "mode": "0444", "uid": os.getuid(), "gid": os.getgid()}
+    assert result["records"]["/var/lib/demo/models/gone.gguf"] is None
+    assert result["records"][ENV]["mode"] == "0600"  # written by this run, then read
+
+
+def test_report_in_check_mode_reads_what_is_there_and_writes_nothing(tmp_path, run_module):
+    before = snapshot(tmp_path)
+    failed, result = run_module(managed_files, _args(tmp_path, report=[ENV]), check=True)
+    assert not failed and result["changed"] and result["records"] == {ENV: None}
+    assert snapshot(tmp_path) == before
+
+
+def test_a_bad_report_path_is_refused_before_anything_is_written(tmp_path, run_module):
+    before = snapshot(tmp_path)
+    failed, result = run_module(managed_files, _args(tmp_path, report=["models/m.gguf"]))
+    assert failed and "report: 'models/m.gguf' is not an absolute path" in result["msg"]
+    assert snapshot(tmp_path) == before
+
+
+def test_a_report_that_cannot_be_read_fails_the_run_and_puts_the_writes_back(tmp_path, run_module):
+    (tmp_path / "srv").mkdir()
+    os.symlink("/etc/hostname", str(tmp_path / "srv/link.gguf"))
+    before = snapshot(tmp_path)
+    failed, result = run_module(managed_files, _args(tmp_path, report=["/srv/link.gguf"]))
+    assert failed and "link.gguf is neither a file nor a directory" in result["msg"]
+    assert snapshot(tmp_path) == before
