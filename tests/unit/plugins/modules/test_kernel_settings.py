@@ -54,16 +54,21 @@ def test_a_bad_part_refuses_the_run_before_any_part_writes(host, run_module):
     assert snapshot(host) == before
 
 
-def test_a_failed_write_puts_back_what_the_other_parts_wrote(host, run_module, monkeypatch):
+@pytest.mark.parametrize("writer, suffix, args", [
+    ("restore_file", "90-cpuinfer-tuning.conf", {"thp": THP, "perf_paranoid": PERF, "sysctl": SYSCTL}),
+    ("replace_file", "inference.slice", {"thp": THP, "perf_paranoid": PERF,
+                                         "files": [{"path": "/etc/systemd/system/inference.slice", "content": "[Slice]\n"}]}),
+], ids=["a part's drop-in", "a file"])
+def test_a_failed_write_puts_back_what_the_other_parts_wrote(host, run_module, monkeypatch, writer, suffix, args):
     before = _as_read(host)
-    real = _persist.restore_file
+    real = getattr(_persist, writer)
 
-    def fail_on_sysctl_dropin(root, relative, *rest):
-        if relative.endswith("90-cpuinfer-tuning.conf"):
+    def fail_on(root, relative, *rest):
+        if relative.endswith(suffix):
             raise _persist.PersistError("disk full")
         return real(root, relative, *rest)
-    monkeypatch.setattr(_persist, "restore_file", fail_on_sysctl_dropin)
-    failed, result = run_module(kernel_settings, {"thp": THP, "perf_paranoid": PERF, "sysctl": SYSCTL, "root": str(host)})
+    monkeypatch.setattr(_persist, writer, fail_on)
+    failed, result = run_module(kernel_settings, dict(args, root=str(host)))
     assert failed and "disk full" in result["msg"] and "put back" in result["msg"], result
     assert _as_read(host) == before and before[1] == "3"
 
@@ -118,17 +123,3 @@ def test_files_alone_change_the_run_and_show_in_the_diff(host, run_module):
     slice_diff = result["diff"][-1]
     assert (slice_diff["before"], slice_diff["after"]) == (SLICE["content"], edited["content"]), result["diff"]
     assert (host / SLICE["path"].lstrip("/")).read_text() == SLICE["content"]
-
-
-def test_a_failed_file_write_puts_the_kernel_settings_back(host, run_module, monkeypatch):
-    before = _as_read(host)
-    real = _persist.replace_file
-
-    def fail_on_the_slice(root, relative, *rest):
-        if relative.endswith("inference.slice"):
-            raise _persist.PersistError("disk full")
-        return real(root, relative, *rest)
-    monkeypatch.setattr(_persist, "replace_file", fail_on_the_slice)
-    failed, result = run_module(kernel_settings, {"thp": THP, "perf_paranoid": PERF, "files": [SLICE], "root": str(host)})
-    assert failed and "disk full" in result["msg"], result
-    assert _as_read(host) == before and before[1] == "3"
