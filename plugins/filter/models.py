@@ -12,9 +12,10 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.six.moves.collections_abc import Mapping
 
+from ansible_collections.cpuinfer.llm.plugins.filter.records import record_is
+
 # what a placed model is: root's, read-only for everyone (the instances read it through mmap)
 PLACED_MODE = "0444"
-PLACED_OWNER = 0
 
 
 def _distinct_by_model(instances):
@@ -42,13 +43,8 @@ def models_to_place(instances, model_dir, records):
     the model's sha256, mode 0444 or root ownership: one copy or download per model."""
     if not isinstance(records, Mapping):
         raise AnsibleFilterError("models_to_place: give the reported records (a dict), not %r" % (records,))
-    stale = []
-    for instance in _distinct_by_model(instances):
-        found = records.get(model_file(instance, model_dir))
-        if not (found and found.get("sha256") == instance["model_sha256"] and found.get("mode") == PLACED_MODE
-                and found.get("uid") == PLACED_OWNER and found.get("gid") == PLACED_OWNER):
-            stale.append(instance)
-    return stale
+    return [instance for instance in _distinct_by_model(instances)
+            if not record_is(records.get(model_file(instance, model_dir)), instance["model_sha256"], PLACED_MODE)]
 
 
 class FilterModule(object):

@@ -14,16 +14,19 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.six.moves.collections_abc import Mapping
 
 
+def record_is(found, sha256, mode, uid=0, gid=0):
+    """Whether a reported file ({sha256, mode, uid, gid}, or None when absent) has that sha256, mode (octal
+    text) and owner ids."""
+    return (found is not None and found.get("sha256") == sha256
+            and int(str(found.get("mode")), 8) == int(str(mode), 8) and found.get("uid") == uid and found.get("gid") == gid)
+
+
 def record_current(records, path, content, mode="0644", uid=0, gid=0):
     """True when records[path] has content's sha256, the mode (octal text) and the owner ids; False when
     the record differs, is absent or was not reported."""
     if not isinstance(records, Mapping):
         raise AnsibleFilterError("record_current: give host_facts' cpuinfer_records (a dict), not %r" % (records,))
-    found = records.get(path)
-    if found is None:
-        return False
-    return (found.get("sha256") == hashlib.sha256(content.encode("utf-8")).hexdigest()
-            and int(str(found.get("mode")), 8) == int(str(mode), 8) and found.get("uid") == uid and found.get("gid") == gid)
+    return record_is(records.get(path), hashlib.sha256(content.encode("utf-8")).hexdigest(), mode, uid, gid)
 
 
 class FilterModule(object):

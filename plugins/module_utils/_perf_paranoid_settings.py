@@ -37,6 +37,11 @@ OPTIONS = dict(
 )
 
 
+def dropin(dummy_params):
+    """The drop-in this part writes (kernel_settings keeps other parts and files off it)."""
+    return DROPIN
+
+
 def recorded_original(dropin_text):
     match = _ORIGINAL.search(dropin_text or "")
     return int(match.group(1)) if match else None

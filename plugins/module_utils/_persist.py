@@ -94,19 +94,29 @@ def restore_file(root, relative, previous_content):
 FileState = collections.namedtuple("FileState", "content mode uid gid")
 
 
-def file_state(root, relative):
-    """The state of a regular file or directory, or None when nothing is there.
-    A file that is not UTF-8 text reads as content '' so that it is replaced, never parsed."""
+def file_or_directory(root, relative, doing):
+    """(path, lstat result) of a regular file or directory, None when nothing is there; anything else
+    (a link, a device) is refused, naming what the caller was doing."""
     path = knob_path(root, relative)
     try:
         info = os.lstat(path)
     except (IOError, OSError):
         return None
+    if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+        raise PersistError("%s is neither a file nor a directory; refusing to %s it" % (path, doing))
+    return path, info
+
+
+def file_state(root, relative):
+    """The state of a regular file or directory, or None when nothing is there.
+    A file that is not UTF-8 text reads as content '' so that it is replaced, never parsed."""
+    found = file_or_directory(root, relative, "replace")
+    if found is None:
+        return None
+    path, info = found
     mode = stat.S_IMODE(info.st_mode)
     if stat.S_ISDIR(info.st_mode):
         return FileState(None, mode, info.st_uid, info.st_gid)
-    if not stat.S_ISREG(info.st_mode):
-        raise PersistError("%s is neither a file nor a directory; refusing to replace it" % path)
     try:
         with open(path, "rb") as handle:
             data = handle.read()

@@ -7,11 +7,9 @@ play decides whether to write or copy them without a stat run of its own."""
 from __future__ import absolute_import, division, print_function
 
 import hashlib
-import os
 import stat
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_path
-from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import PersistError, matching_files
+from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import PersistError, file_or_directory, matching_files
 
 __metaclass__ = type
 
@@ -27,15 +25,12 @@ def problems(option, paths):
 
 def _record(root, relative):
     """{sha256, mode, uid, gid} of a regular file, 'directory' for a directory, None when nothing is there."""
-    path = knob_path(root, relative)
-    try:
-        info = os.lstat(path)
-    except (IOError, OSError):
+    found = file_or_directory(root, relative, "report")
+    if found is None:
         return None
+    path, info = found
     if stat.S_ISDIR(info.st_mode):
         return "directory"
-    if not stat.S_ISREG(info.st_mode):
-        raise PersistError("%s is neither a file nor a directory; refusing to report it" % path)
     digest = hashlib.sha256()
     try:
         with open(path, "rb") as handle:

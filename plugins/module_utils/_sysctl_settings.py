@@ -23,6 +23,12 @@ OPTIONS = dict(
 )
 
 
+def dropin(params):
+    """The drop-in this part writes (kernel_settings keeps other parts and files off it); None when the
+    part is not given: its drop-in is the request's."""
+    return params["dropin"].rstrip("/") if params else None
+
+
 def normalised(value):
     """The kernel separates the fields of a multi-value sysctl with tabs; compare words."""
     return " ".join(str(value).split())

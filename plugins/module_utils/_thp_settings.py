@@ -31,6 +31,11 @@ OPTIONS = dict(
 )
 
 
+def dropin(dummy_params):
+    """The drop-in this part writes (kernel_settings keeps other parts and files off it)."""
+    return TMPFILES_DROPIN
+
+
 def wanted_values(params):
     wanted = dict((name, params[name]) for name in ("enabled", "defrag") if params[name] is not None)
     for name, value in (params["khugepaged"] or {}).items():

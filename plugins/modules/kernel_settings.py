@@ -159,7 +159,6 @@ from ansible_collections.cpuinfer.llm.plugins.module_utils import (
     _thp_settings,
 )
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, refuse_if, run_module
-from ansible_collections.cpuinfer.llm.plugins.module_utils._thp import TMPFILES_DROPIN
 
 PARTS = (("thp", _thp_settings), ("perf_paranoid", _perf_paranoid_settings), ("sysctl", _sysctl_settings))
 ARGUMENT_SPEC = dict([(name, dict(type="dict", options=part.OPTIONS)) for name, part in PARTS],
@@ -193,16 +192,19 @@ def _diffs(name, diff):
                    after_header=("%s %s" % (name, entry["after_header"])).strip())
 
 
-def _dropins(params):
-    """The drop-ins the given parts own, by path."""
-    owned = {}
-    if params["thp"] is not None:
-        owned[TMPFILES_DROPIN] = "thp"
-    if params["perf_paranoid"] is not None:
-        owned[_perf_paranoid_settings.DROPIN] = "perf_paranoid"
-    if params["sysctl"] is not None:
-        owned[params["sysctl"]["dropin"].rstrip("/")] = "sysctl"
-    return owned
+def _dropin_problems(params):
+    """A part's drop-in that is another part's (given in this run or not: it would overwrite that part's
+    file), or a directory or file of the request on the drop-in of a part given in this run."""
+    owned, problems = {}, []
+    for name, part in PARTS:
+        path = part.dropin(params[name])
+        if path in owned:
+            problems.append("%s.dropin %s is %s's own drop-in" % (name, path, owned[path]))
+        elif path is not None:
+            owned[path] = name
+    given = dict((path, name) for path, name in owned.items() if params[name] is not None)
+    return problems + ["%s: %s writes this drop-in" % (entry["path"], given[entry["path"].rstrip("/")])
+                       for entry in params["directories"] + params["files"] if entry["path"].rstrip("/") in given]
 
 
 def converge(module, journal):
@@ -210,11 +212,7 @@ def converge(module, journal):
     given = [(name, part) for name, part in PARTS if params[name] is not None]
     if not given and not params["directories"] and not params["files"]:
         raise Refused("nothing to set: give thp, perf_paranoid, sysctl, directories or files")
-    if (params["sysctl"] or {}).get("dropin") == _perf_paranoid_settings.DROPIN:
-        raise Refused("sysctl.dropin %s is perf_paranoid's own drop-in; nothing written" % _perf_paranoid_settings.DROPIN)
-    owned = _dropins(params)
-    refuse_if(["%s: %s writes this drop-in" % (entry["path"], owned[entry["path"].rstrip("/")])
-               for entry in params["directories"] + params["files"] if entry["path"].rstrip("/") in owned])
+    refuse_if(_dropin_problems(params))
     planned, results = _Planned(), {}
     for name, part in given:
         results[name] = part.converge(_Part(module, name, dict(params[name], root=params["root"])), planned)
