@@ -1,5 +1,6 @@
-"""Print, per lab host, its tuned state (from the drift report) and a sample streamed completion
-with tokens/s (the median of SAMPLES completions), through the lab's forwarded ports on 127.0.0.1.
+"""Print, per lab host, its tuned state (from the drift report), a sample streamed completion
+with tokens/s (the median of SAMPLES completions) and a chat reply in JSON mode (grammar-constrained
+output), through the lab's forwarded ports on 127.0.0.1.
 
 Usage: python scripts/lab_sample.py INVENTORY_JSON DRIFT_REPORT_JSON
 """
@@ -14,6 +15,10 @@ API_KEY = "lab-secret-not-for-production"
 GUEST_PORT = "8081"
 SAMPLES = 3
 TOKENS = 16
+# JSON mode with a schema, as an operator's tool would ask: the generated models' weights are random, so
+# an open "any object" can run to max_tokens inside a string; a closed schema ends in a few tokens.
+STATE_SCHEMA = {"type": "object", "properties": {"state": {"enum": ["serving", "tuned", "idle"]}},
+                "required": ["state"], "additionalProperties": False}
 
 
 def sample(port):
@@ -36,6 +41,16 @@ def sample(port):
     return "".join(pieces), tokens, (first - started) * 1000 if first else 0.0, rate
 
 
+def json_reply(port):
+    """The content of a chat completion in JSON mode (response_format json_object), as the server sent it."""
+    client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % port, api_key=API_KEY, timeout=300, max_retries=1)
+    reply = client.chat.completions.create(
+        model="tiny-llama", max_tokens=48, temperature=0,
+        messages=[{"role": "user", "content": "The service state, as JSON."}],
+        response_format={"type": "json_object", "schema": STATE_SCHEMA})
+    return reply.choices[0].message.content
+
+
 def main():
     inventory = json.load(open(sys.argv[1], encoding="utf-8"))
     report = json.load(open(sys.argv[2], encoding="utf-8"))
@@ -56,6 +71,8 @@ def main():
         print("   sample completion: %r" % text)
         print("   %d tokens, first token %.0f ms, %.2f tokens/s end to end, median of %d (%s; software-emulated CPU)"
               % (tokens, first_ms, rate, SAMPLES, " ".join("%.2f" % run[3] for run in runs)))
+        # JSON's whitespace may hold newlines; on one line the reply stays the same JSON
+        print("   json mode: %s" % " ".join(json_reply(port).splitlines()))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,112 @@
+"""What the README's main command (scripts/lab-up) must have shown a new user, read from its output.
+
+The test stage `lab-up` runs scripts/lab-up as the README says and checks its end state with this:
+the closing "Lab up in" line, the demonstration's table with its four rows, and per host of the
+topology its tuned state with `drift: none`, a sample completion and a JSON-mode reply.
+
+Usage: python -m cpuinfer_lab.main_job OUTPUT_FILE [--topology lab/topology.json]
+"""
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from . import topology
+
+DEMO_ROWS = ("untuned, alone", "untuned + neighbour", "tuned, alone", "tuned + neighbour")
+_NUMBER = r"\d+(?:\.\d+)?"
+_HOST = re.compile(r"^== (?P<name>\S+) \((?P<arch>[a-z0-9_]+)\)$")
+_TOKENS = re.compile(r"^\s+(?P<tokens>\d+) tokens, first token")
+
+
+def host_blocks(output: str) -> dict[str, tuple[str, list[str]]]:
+    """{host: (arch, lines)} of the samples phase: each block from its `== NAME (ARCH)` line to the next."""
+    blocks: dict[str, tuple[str, list[str]]] = {}
+    current = None
+    for line in output.splitlines():
+        header = _HOST.match(line)
+        if header:
+            current = header.group("name")
+            blocks[current] = (header.group("arch"), [])
+        elif line.startswith("== ") or not line.startswith(" "):
+            current = None
+        elif current is not None:
+            blocks[current][1].append(line)
+    return blocks
+
+
+def _value_after(lines: list[str], label: str) -> str | None:
+    for line in lines:
+        if line.strip().startswith(label):
+            return line.strip()[len(label):].strip()
+    return None
+
+
+def host_problems(name: str, arch: str, block: tuple[str, list[str]] | None) -> list[str]:
+    if block is None:
+        return ["%s (%s): no report in the samples phase" % (name, arch)]
+    shown_arch, lines = block
+    problems = []
+    if shown_arch != arch:
+        problems.append("%s: shown as %s, the topology says %s" % (name, shown_arch, arch))
+    drift = _value_after(lines, "drift:")
+    if drift != "none":
+        problems.append("%s: drift: %s (want none)" % (name, drift))
+    if _value_after(lines, "sample completion:") is None:
+        problems.append("%s: no sample completion" % name)
+    tokens = [int(m.group("tokens")) for m in map(_TOKENS.match, lines) if m]
+    if not tokens or tokens[0] < 1:
+        problems.append("%s: the sample completion has no tokens" % name)
+    reply = _value_after(lines, "json mode:")
+    if reply is None:
+        problems.append("%s: no JSON-mode reply" % name)
+    else:
+        try:
+            parsed = json.loads(reply)
+        except ValueError as error:
+            problems.append("%s: the JSON-mode reply is not JSON (%s): %r" % (name, error, reply))
+        else:
+            if not isinstance(parsed, dict):
+                problems.append("%s: the JSON-mode reply is not an object: %r" % (name, reply))
+    return problems
+
+
+def demo_problems(output: str) -> list[str]:
+    problems = []
+    for row in DEMO_ROWS:
+        if not re.search(r"(?m)^%s\s+%s\s+\S+" % (re.escape(row), _NUMBER), output):
+            problems.append("the demonstration's table has no row %r with tokens/s and p99" % row)
+    return problems
+
+
+def problems(output: str, hosts: dict[str, str]) -> list[str]:
+    """Everything the main command's output lacks; hosts maps each topology host to its arch."""
+    found = []
+    if not re.search(r"(?m)^Lab up in \d+m\d\ds\.", output):
+        found.append("no closing 'Lab up in ...' line: the main command did not finish")
+    found += demo_problems(output)
+    blocks = host_blocks(output)
+    for name, arch in sorted(hosts.items()):
+        found += host_problems(name, arch, blocks.get(name))
+    return found
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="main_job", description=__doc__.splitlines()[0])
+    parser.add_argument("output")
+    parser.add_argument("--topology", default=str(topology.DEFAULT))
+    args = parser.parse_args(argv)
+    hosts = {entry["name"]: entry["arch"] for entry in topology.load(args.topology).vms}
+    found = problems(Path(args.output).read_text(encoding="utf-8", errors="replace"), hosts)
+    for problem in found:
+        print("main job: %s" % problem, file=sys.stderr)
+    if not found:
+        print("main job: finished; demonstration table of %d rows; %s: drift none, a completion and a JSON reply each"
+              % (len(DEMO_ROWS), ", ".join(sorted(hosts))))
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
