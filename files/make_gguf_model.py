@@ -23,6 +23,9 @@ SPECIAL = ["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"]
 WORDS = ("the of and to in is that for it as was with on be by this are at from or an have not "
          "model token cache memory core thread socket node latency throughput inference server "
          "request reply cpu group limit weight quota policy page huge fast slow steady").split()
+# JSON's and tool calls' punctuation as pieces of their own, so grammar-constrained output (JSON mode,
+# tool-call templates) is spelled in pieces as well as in byte tokens.
+PUNCTUATION = list('{}[]":,.-_0123456789') + ["\u2581", "\n"]
 CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
           "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
 
@@ -38,10 +41,11 @@ SIZES = {
 
 
 def vocabulary(size):
-    """SentencePiece-style: specials, 256 byte tokens (any text tokenizes), then unique pieces."""
+    """SentencePiece-style: specials, 256 byte tokens (any text tokenizes), then unique pieces: words,
+    letters, punctuation."""
     tokens = list(SPECIAL) + ["<0x%02X>" % b for b in range(256)]
     types = [gguf.TokenType.UNKNOWN] + [gguf.TokenType.CONTROL] * 4 + [gguf.TokenType.BYTE] * 256
-    pieces = ["\u2581" + w for w in WORDS] + list("abcdefghijklmnopqrstuvwxyz")
+    pieces = ["\u2581" + w for w in WORDS] + list("abcdefghijklmnopqrstuvwxyz") + PUNCTUATION
     n = 0
     while len(tokens) < size:
         piece = pieces[n] if n < len(pieces) else "\u2581w%d" % n
@@ -75,6 +79,11 @@ def write_tokenizer(writer, spec):
     writer.add_unk_token_id(0)
     writer.add_add_bos_token(True)
     writer.add_add_eos_token(False)
+    # As the ChatML models' tokenizers: no space before the text after a special token. With one, the
+    # generation prompt "<|im_start|>assistant\n" tokenizes as "<|im_start|> assistant", which the grammar of
+    # JSON mode (it starts with the literal prompt) refuses: llama-server answered 400 "Failed to
+    # initialize samplers".
+    writer.add_add_space_prefix(False)
     writer.add_chat_template(CHATML)
 
 

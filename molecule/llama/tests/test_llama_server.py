@@ -83,7 +83,7 @@ def test_derived_memory_limits_follow_the_model(host):
     model = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "models", "deepseek2-tiny.gguf")
     meta = json.loads(subprocess.run(
         [sys.executable, os.path.join(PROJECT, "roles", "llama_server", "files", "check_gguf.py"), model,
-         "c4ef88524a28304d559afb85e8fc7c536ef76c7a3be8840f23b37e0cedbd2440"], capture_output=True, text=True,
+         "1baa9f3b4a8edf7686412d70cd259abd35536db32418d10440dcbfab903cc2f5"], capture_output=True, text=True,
         check=True).stdout)
     derived = model_memory(meta, 256, 1, engine="llama-cpp-python")
     shown = dict(line.split("=", 1) for line in host.check_output(
