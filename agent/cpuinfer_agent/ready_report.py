@@ -17,7 +17,7 @@ import re
 import subprocess
 import sys
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import read_file, replace_file
+from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import create_parents, read_file, replace_file
 from cpuinfer_agent.wait_ready import journal_tail, unit_state, wait
 
 RUNNING_STATES = ("active", "activating", "reloading")  # a unit starting after the role's restart is on its way
@@ -60,6 +60,7 @@ def write_if_changed(path, content):
     """Replace the record whole (written beside it, renamed over it) only when its text differs."""
     if read_file("/", path) == content:
         return False
+    create_parents("/", path)
     replace_file("/", path, content, mode=0o640)
     return True
 

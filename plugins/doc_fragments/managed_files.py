@@ -23,8 +23,10 @@ options:
         type: str
         required: true
       mode:
-        description: Permission bits, octal text.
-        type: str
+        description:
+          - Permission bits as quoted octal text, such as V(0755). An unquoted YAML mode is refused, since
+            YAML makes C(0644) the number 420 and C(644) the number 644, and which was meant cannot be known.
+        type: raw
         default: "0755"
       owner: &owner
         description: Owner's user name.
@@ -53,8 +55,10 @@ options:
             size only.
         type: str
       mode:
-        description: Permission bits, octal text.
-        type: str
+        description:
+          - Permission bits as quoted octal text, such as V(0644). An unquoted YAML mode is refused, since
+            YAML makes C(0644) the number 420 and C(644) the number 644, and which was meant cannot be known.
+        type: raw
         default: "0644"
       owner: *owner
       group: *group

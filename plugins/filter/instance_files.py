@@ -15,7 +15,7 @@ from ansible.errors import AnsibleFilterError
 
 UNIT_PREFIX = "cpuinfer-llama-"
 UNIT_SUFFIX = ".service"
-_INSTANCE_FILE = re.compile(r"^cpuinfer-llama-(?P<unit>.+)[.]service$|^(?P<file>.+)[.](env|key)$")
+_INSTANCE_FILE = re.compile(r"cpuinfer-llama-(?P<unit>.+)[.]service|(?P<file>.+)[.](env|key)")
 
 
 def unit_name(instance):
@@ -27,7 +27,7 @@ def llama_instances_of_paths(paths, known=None):
     only those names (a slice unit or another file is no instance)."""
     names = []
     for path in paths or []:
-        match = _INSTANCE_FILE.match(posixpath.basename(str(path)))
+        match = _INSTANCE_FILE.fullmatch(posixpath.basename(str(path)))
         name = match and (match.group("unit") or match.group("file"))
         if name and name not in names and (known is None or name in known):
             names.append(name)

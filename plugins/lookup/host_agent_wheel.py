@@ -188,7 +188,7 @@ def pinned_dependencies(agent=AGENT):
         requirements = tomllib.load(handle)["project"].get("dependencies", [])
     pins = []
     for requirement in requirements:
-        match = re.match(r"^([A-Za-z0-9_.-]+)==([A-Za-z0-9_.+!-]+)$", requirement.replace(" ", ""))
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)==([A-Za-z0-9_.+!-]+)", requirement.replace(" ", ""))
         if not match:
             raise AnsibleLookupError("agent dependency %r is not pinned with ==: offline installs need exact wheels" % requirement)
         pins.append((match.group(1), match.group(2)))

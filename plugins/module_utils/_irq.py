@@ -13,14 +13,16 @@ from __future__ import absolute_import, division, print_function
 
 import errno
 import os
+import re
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_decimal
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cpulist
 from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
-from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_exists, knob_path, read_knob
+from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import KnobError, knob_exists, knob_path, read_knob
 
 __metaclass__ = type
 
+_MASK = re.compile(r"[0-9a-fA-F]+(,[0-9a-fA-F]+)*")
 IRQ_DIR = "/proc/irq"
 DEFAULT_MASK = IRQ_DIR + "/default_smp_affinity"
 UNMOVABLE_ERRNOS = (errno.EIO, errno.EINVAL)
@@ -46,8 +48,11 @@ def read_affinity(root, irq):
     return _cpulist.parse_cpulist(read_knob(root, affinity_relative(irq)))
 
 
-def parse_mask(text):
-    """'00000000,0000000f' (32-bit hex words, most significant first) -> {0, 1, 2, 3}."""
+def parse_mask(text, path=DEFAULT_MASK):
+    """'00000000,0000000f' (32-bit hex words, most significant first) -> {0, 1, 2, 3}; KnobError naming
+    path for anything else."""
+    if text.strip() and not _MASK.fullmatch(text.strip()):
+        raise KnobError("%s holds %r, not a hex CPU mask such as 00000000,0000000f" % (path, text))
     value = int(text.replace(",", "").strip() or "0", 16)
     return set(bit for bit in range(value.bit_length()) if value >> bit & 1)
 

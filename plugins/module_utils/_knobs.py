@@ -37,10 +37,12 @@ def knob_path(root, relative):
 
 
 def read_knob(root, relative):
+    """The file's text, stripped. Bytes that are not UTF-8 (a firmware's model name) read as U+FFFD:
+    whatever parses a knob then refuses them as it refuses any other word it does not know."""
     path = knob_path(root, relative)
     try:
-        with open(path, "r") as handle:
-            return handle.read().strip()
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "replace").strip()
     except (IOError, OSError) as exc:
         raise KnobError("cannot read %s: %s" % (path, os.strerror(exc.errno) if exc.errno else exc))
 
@@ -70,11 +72,15 @@ def write_knob(root, relative, value):
     path = knob_path(root, relative)
     data = str(value)
     try:
+        encoded = data.encode("ascii")
+    except UnicodeError:
+        raise KnobError("cannot write %s: %r is not ASCII, which kernel knobs take; nothing was written to it" % (path, data))
+    try:
         fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
     except (IOError, OSError) as exc:
         raise KnobError("cannot open %s for writing: %s" % (path, os.strerror(exc.errno)))
     try:
-        os.write(fd, data.encode("ascii"))
+        os.write(fd, encoded)
     except (IOError, OSError) as exc:
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
         if exc.errno == errno.EINVAL:

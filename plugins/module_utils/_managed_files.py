@@ -15,20 +15,21 @@ import grp
 import pwd
 import re
 
+from ansible_collections.cpuinfer.llm.plugins.module_utils._paths import link_problem, normal_path, path_problem
 from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import FileState, file_state, missing_directories, put_state
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, Step, refuse_if
 
 __metaclass__ = type
 
-_OCTAL_MODE = re.compile(r"^0?[0-7]{3,4}$")
+_OCTAL_MODE = re.compile(r"0?[0-7]{3,4}")
 _ENTRY = dict(path=dict(type="str", required=True), owner=dict(type="str", default="root"),
               group=dict(type="str", default="root"))
 
 OPTIONS = dict(
     directories=dict(type="list", elements="dict", default=[],
-                     options=dict(_ENTRY, mode=dict(type="str", default="0755"))),
+                     options=dict(_ENTRY, mode=dict(type="raw", default="0755"))),
     files=dict(type="list", elements="dict", default=[],
-               options=dict(_ENTRY, mode=dict(type="str", default="0644"), content=dict(type="str"),
+               options=dict(_ENTRY, mode=dict(type="raw", default="0644"), content=dict(type="str"),
                             secret_content=dict(type="str", no_log=True)),
                mutually_exclusive=[("content", "secret_content")],
                required_one_of=[("content", "secret_content")]),
@@ -39,39 +40,54 @@ def _text(entry):
     return entry["content"] if entry["content"] is not None else entry["secret_content"]
 
 
+def _id(lookup, kind, entry, key, problems):
+    name = entry[key]
+    try:
+        return lookup(name)[2]
+    except (KeyError, ValueError, TypeError):  # ValueError: a NUL byte in the name
+        shown = name if isinstance(name, str) and name.isprintable() else repr(name)
+        problems.append("%s: no %s %s on this host" % (entry["path"], kind, shown))
+        return None
+
+
 def _ids(entry, problems):
-    try:
-        uid = pwd.getpwnam(entry["owner"]).pw_uid
-    except KeyError:
-        problems.append("%s: no user %s on this host" % (entry["path"], entry["owner"]))
-        uid = None
-    try:
-        gid = grp.getgrnam(entry["group"]).gr_gid
-    except KeyError:
-        problems.append("%s: no group %s on this host" % (entry["path"], entry["group"]))
-        gid = None
-    return uid, gid
+    return (_id(pwd.getpwnam, "user", entry, "owner", problems),
+            _id(grp.getgrnam, "group", entry, "group", problems))
 
 
-def wanted_states(params):
-    """{path: FileState wanted} for every entry, or Refused naming every problem of the request."""
+def _mode(path, mode, problems):
+    """The mode as a number, or None with the problem named. An integer is what YAML makes of an
+    unquoted mode (0644 -> 420, 644 -> 644): which one was meant cannot be known, so it is refused."""
+    if isinstance(mode, int) and not isinstance(mode, bool):
+        problems.append("%s: mode %d is a number, not octal text (YAML reads an unquoted 0644 as the number 420); "
+                        "quote it: mode: '0644'" % (path, mode))
+    elif not isinstance(mode, str) or not _OCTAL_MODE.fullmatch(mode):
+        problems.append("%s: mode %r is not octal text such as '0644'" % (path, mode))
+    else:
+        return int(mode, 8)
+    return None
+
+
+def wanted_states(params, root):
+    """{path: FileState wanted} for every entry, or Refused naming every problem of the request.
+    Paths are compared in their one spelling ('/etc//x/' is /etc/x), and none may lead through a link."""
     problems, wanted, seen = [], {}, set()
-    entries = [(entry, None) for entry in params["directories"]] + [(entry, _text(entry)) for entry in params["files"]]
-    for entry, content in entries:
-        path = entry["path"]
-        if not path.startswith("/") or ".." in path.split("/") or path.rstrip("/") in ("", "/"):
-            problems.append("%r: give an absolute path below / without '..'" % path)
+    entries = [("directories", entry, None) for entry in params["directories"]]
+    entries += [("files", entry, _text(entry)) for entry in params["files"]]
+    for option, entry, content in entries:
+        path, problem = path_problem("%s path" % option, entry["path"])
+        if problem:
+            problems.append(problem)
             continue
-        path = path.rstrip("/")
+        problems.append(link_problem("%s path" % option, root, path))
         if path in seen:
             problems.append("%s is listed twice" % path)
         seen.add(path)
-        if not _OCTAL_MODE.match(entry["mode"]):
-            problems.append("%s: mode %r is not octal text such as 0644" % (path, entry["mode"]))
-            continue
-        uid, gid = _ids(entry, problems)
-        wanted[path] = FileState(content, int(entry["mode"], 8), uid, gid)
-    refuse_if(problems)
+        mode = _mode(path, entry["mode"], problems)
+        uid, gid = _ids(dict(entry, path=path), problems)
+        if mode is not None:
+            wanted[path] = FileState(content, mode, uid, gid)
+    refuse_if([problem for problem in problems if problem])
     return wanted
 
 
@@ -112,13 +128,13 @@ class Plan:
 def plan(params, root):
     """The steps that make params' directories and files as given; Refused before any step when the
     request is invalid or a directory stands where a file should be (or the other way round)."""
-    wanted = wanted_states(params)
-    secrets = set(entry["path"].rstrip("/") for entry in params["files"] if entry["secret_content"] is not None)
+    wanted = wanted_states(params, root)
+    secrets = set(normal_path(entry["path"]) for entry in params["files"] if entry["secret_content"] is not None)
     files = dict((path, state) for path, state in wanted.items() if state.content is not None)
     order = parents_to_create(root, wanted)
     wanted.update((path, FileState(None, 0o755, 0, 0)) for path in order)
     order += sorted((p for p in wanted if p not in order and wanted[p].content is None), key=lambda p: (p.count("/"), p))
-    order += [entry["path"].rstrip("/") for entry in params["files"]]
+    order += [normal_path(entry["path"]) for entry in params["files"]]
 
     steps, changed_paths, diffs = [], [], []
     for path in order:

@@ -38,39 +38,68 @@ def applied_at_boot_warning(root, relative, applier):
 
 
 def read_file(root, relative):
-    """The file's text, or None when it does not exist."""
+    """The file's text, or None when it does not exist. Bytes that are not UTF-8 read as U+FFFD: such a
+    file never equals what a module renders, so it is replaced, never parsed as ours."""
     path = knob_path(root, relative)
     try:
-        with open(path, "r") as handle:
-            return handle.read()
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
     except (IOError, OSError):
         return None
 
 
 def replace_file(root, relative, content, mode=0o644, uid=None, gid=None):
     """Write content to a temporary file beside the target and rename it over the target,
-    so a reader (or a crash) never sees a half-written drop-in. uid/gid None: the writer's."""
+    so a reader (or a crash) never sees a half-written drop-in. uid/gid None: the writer's.
+    The directory must exist: a run creates directories as steps of their own (create_parents),
+    so that they are undone with it. Whatever fails, no temporary file stays behind."""
     path = knob_path(root, relative)
-    directory = os.path.dirname(path)
     try:
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
-        fd, temporary = tempfile.mkstemp(prefix=".cpuinfer-", dir=directory)
+        data = content.encode("utf-8")
+    except (AttributeError, UnicodeError) as exc:
+        raise PersistError("cannot write %s: its content is not text that UTF-8 can hold (%s)" % (path, exc))
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=".cpuinfer-", dir=os.path.dirname(path))
     except (IOError, OSError) as exc:
         raise PersistError("cannot write %s: %s" % (path, exc))
     try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(content)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         if uid is not None or gid is not None:
             os.chown(temporary, -1 if uid is None else uid, -1 if gid is None else gid)
         os.chmod(temporary, mode)
         os.rename(temporary, path)
-    except (IOError, OSError) as exc:
-        if os.path.exists(temporary):
+    except BaseException as exc:
+        if os.path.lexists(temporary):
             os.unlink(temporary)
-        raise PersistError("cannot write %s: %s" % (path, exc))
+        if isinstance(exc, (IOError, OSError, TypeError, ValueError, OverflowError)):
+            raise PersistError("cannot write %s: %s" % (path, exc))
+        raise
+
+
+def create_parents(root, relative):
+    """Create the missing directories above relative (0755, outermost first) and return them, for
+    remove_directories to take back; on a failure the ones made so far are removed again."""
+    created = []
+    for directory in missing_directories(root, relative.rsplit("/", 1)[0]):
+        try:
+            os.mkdir(knob_path(root, directory), 0o755)
+        except (IOError, OSError) as exc:
+            remove_directories(root, created)
+            raise PersistError("cannot create %s: %s" % (knob_path(root, directory), exc.strerror or exc))
+        created.append(directory)
+    return created
+
+
+def remove_directories(root, created):
+    """rmdir what create_parents made, innermost first."""
+    for directory in reversed(created):
+        try:
+            os.rmdir(knob_path(root, directory))
+        except (IOError, OSError) as exc:
+            raise PersistError("cannot remove %s: %s" % (knob_path(root, directory), exc.strerror or exc))
 
 
 def remove_file(root, relative):

@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 import hashlib
 import stat
 
+from ansible_collections.cpuinfer.llm.plugins.module_utils._paths import path_problem
 from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import PersistError, file_or_directory, matching_files
 
 __metaclass__ = type
@@ -19,8 +20,8 @@ _CHUNK = 1024 * 1024
 
 def problems(option, paths):
     """What is wrong with a list of paths to report, one text per bad path."""
-    return ["%s: %r is not an absolute path without '..'" % (option, path) for path in paths
-            if not path.startswith("/") or ".." in path.split("/")]
+    found = (path_problem(option, path, allow_root=True)[1] for path in paths)
+    return [problem for problem in found if problem]
 
 
 def _record(root, relative):

@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 import hashlib
 import json
 
+from ansible_collections.cpuinfer.llm.plugins.module_utils._paths import normal_path
 from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import FileState
 
 __metaclass__ = type
@@ -58,10 +59,31 @@ def decode_record(text):
         def files(raw):
             if raw is None:
                 return None
-            return dict((path, FileState(**state)) for path, state in raw.items())
-        return files(data["current"]), files(data["previous"]), data.get("rolled_back_from")
+            return dict(_entry(path, state) for path, state in raw.items())
+        rolled_back_from = data.get("rolled_back_from")
+        if rolled_back_from is not None and not isinstance(rolled_back_from, str):
+            raise RecordUnreadable("rolled_back_from is %r, not a release name" % (rolled_back_from,))
+        return files(data["current"]), files(data["previous"]), rolled_back_from
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise RecordUnreadable(str(exc))
+
+
+def _whole(value, top):
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= top
+
+
+def _entry(path, state):
+    """(path, FileState) of one recorded file, checked field by field: a record edited by hand must be
+    refused as a whole before anything is written from it, not fail half-way through a rollback."""
+    if normal_path(path) != path:
+        raise RecordUnreadable("%r is not an absolute path in its one spelling" % (path,))
+    state = FileState(**state)
+    if not isinstance(state.content, str):
+        raise RecordUnreadable("%s: content is %r, not text" % (path, type(state.content).__name__))
+    if not _whole(state.mode, 0o7777) or not _whole(state.uid, 2 ** 32 - 2) or not _whole(state.gid, 2 ** 32 - 2):
+        raise RecordUnreadable("%s: mode, uid or gid is not a whole number in range (%r, %r, %r)"
+                               % (path, state.mode, state.uid, state.gid))
+    return path, state
 
 
 def paths_that_differ(one, other):

@@ -59,10 +59,24 @@ def knob_step(root, relative, value, previous):
 
 
 def file_step(root, relative, text, previous_text):
-    """text None removes the file; previous_text None: it did not exist."""
-    return Step("%s %s" % ("remove" if text is None else "write", relative),
-                lambda: _persist.restore_file(root, relative, text),
-                lambda: _persist.restore_file(root, relative, previous_text))
+    """text None removes the file; previous_text None: it did not exist. Directories missing above the
+    file are created by the step and removed by its undo (or at once, when the write fails)."""
+    created = []
+
+    def do():
+        if text is not None:
+            created[:] = _persist.create_parents(root, relative)
+        try:
+            _persist.restore_file(root, relative, text)
+        except Exception:
+            _persist.remove_directories(root, created)
+            raise
+
+    def undo():
+        _persist.restore_file(root, relative, previous_text)
+        _persist.remove_directories(root, created)
+
+    return Step("%s %s" % ("remove" if text is None else "write", relative), do, undo)
 
 
 class Journal:

@@ -25,7 +25,7 @@ SYSCALL_NUMBERS = {"x86_64": (314, 315), "aarch64": (274, 275)}
 POLICY_NUMBERS = {"other": 0, "fifo": 1, "rr": 2, "batch": 3, "idle": 5, "deadline": 6}
 POLICY_NAMES = dict((number, name) for name, number in POLICY_NUMBERS.items())
 SCHED_FLAG_RESET_ON_FORK = 0x01
-_DURATION = re.compile(r"^\s*([0-9]+)\s*(ns|us|ms|s)?\s*$")
+_DURATION = re.compile(r"\s*([0-9]+)\s*(ns|us|ms|s)?\s*")
 _NS_PER = {None: 1, "ns": 1, "us": 1000, "ms": 1000000, "s": 1000000000}
 
 Attrs = collections.namedtuple("Attrs", "policy priority nice runtime deadline period reset_on_fork")
@@ -50,7 +50,7 @@ class _SchedAttr(ctypes.Structure):
 
 def parse_duration_ns(value):
     """'10ms' -> 10000000; '500us'; '2s'; a bare number is nanoseconds."""
-    match = _DURATION.match(str(value))
+    match = _DURATION.fullmatch(str(value))
     if not match:
         raise ValueError("%r is not a duration: use ns, or a number with ns/us/ms/s" % (value,))
     return int(match.group(1)) * _NS_PER[match.group(2)]

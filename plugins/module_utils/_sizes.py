@@ -13,7 +13,7 @@ __metaclass__ = type
 
 UNLIMITED = "max"
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-_SIZE = re.compile(r"^\s*([0-9]+)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"\s*([0-9]+)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
 
 
 class SizeError(HostError, ValueError):
@@ -31,7 +31,7 @@ def parse_size(value):
     text = str(value).strip()
     if text.lower() in (UNLIMITED, "infinity"):
         return UNLIMITED
-    match = _SIZE.match(text)
+    match = _SIZE.fullmatch(text)
     if not match:
         raise SizeError("unknown size %r: use bytes, a K/M/G/T suffix (binary) or 'max'" % (value,))
     return int(match.group(1)) * _UNITS[match.group(2).upper()]

@@ -16,7 +16,7 @@ from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import read_
 
 __metaclass__ = type
 
-_KEY = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
+_KEY = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)+")
 _CONFIG_SET = re.compile(r"^(CONFIG_[A-Z0-9_]+)=(.*)$", re.MULTILINE)
 _CONFIG_UNSET = re.compile(r"^# (CONFIG_[A-Z0-9_]+) is not set$", re.MULTILINE)
 
@@ -26,7 +26,7 @@ class SysctlError(HostError):
 
 
 def sysctl_path(key):
-    if not _KEY.match(key):
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
         raise SysctlError("not a sysctl key: %r" % key)
     return "/proc/sys/" + key.replace(".", "/")
 
@@ -35,7 +35,7 @@ def sysctl_key(path):
     """'/proc/sys/kernel/numa_balancing' -> 'kernel.numa_balancing' (the inverse of sysctl_path)."""
     prefix = "/proc/sys/"
     key = path[len(prefix):].replace("/", ".") if path.startswith(prefix) else ""
-    if not _KEY.match(key):
+    if not _KEY.fullmatch(key):
         raise SysctlError("not a sysctl path: %r" % path)
     return key
 

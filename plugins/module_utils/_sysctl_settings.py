@@ -6,7 +6,11 @@ converge(module, journal). The sysctl module and kernel_settings both run it."""
 
 from __future__ import absolute_import, division, print_function
 
+import re
+
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _perf_paranoid_settings, _thp_settings
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_exists, read_knob
+from ansible_collections.cpuinfer.llm.plugins.module_utils._paths import link_problem, normal_path, path_problem
 from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import MANAGED_HEADER, applied_at_boot_warning, read_file
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, file_step, knob_step, refuse_if, render_values
 from ansible_collections.cpuinfer.llm.plugins.module_utils._sysctl import SysctlError, render_dropin, sysctl_path
@@ -14,6 +18,11 @@ from ansible_collections.cpuinfer.llm.plugins.module_utils._sysctl import Sysctl
 __metaclass__ = type
 
 OWNED_ELSEWHERE = {"kernel.perf_event_paranoid": "cpuinfer.llm.perf_paranoid"}
+# The drop-ins of the other kernel parts: a sysctl drop-in there would overwrite their file (and
+# perf_paranoid's record of the level the host had before).
+OTHER_DROPINS = {_thp_settings.TMPFILES_DROPIN: "cpuinfer.llm.thp", _perf_paranoid_settings.DROPIN: "cpuinfer.llm.perf_paranoid"}
+# What procfs takes: one line of printable ASCII (tabs separate the fields of multi-value keys).
+_PROC_TEXT = re.compile(r"[\t\x20-\x7e]+")
 
 OPTIONS = dict(
     values=dict(type="dict", required=True),
@@ -26,7 +35,7 @@ OPTIONS = dict(
 def dropin(params):
     """The drop-in this part writes (kernel_settings keeps other parts and files off it); None when the
     part is not given: its drop-in is the request's."""
-    return params["dropin"].rstrip("/") if params else None
+    return (normal_path(params["dropin"]) or params["dropin"]) if params else None
 
 
 def normalised(value):
@@ -34,9 +43,9 @@ def normalised(value):
     return " ".join(str(value).split())
 
 
-def wanted_values(values):
-    """{key: text} or Refused naming every bad key and value."""
-    problems, wanted = [], {}
+def wanted_values(values, problems):
+    """{key: text}, each bad key and value named in problems."""
+    wanted = {}
     for key in sorted(values):
         value = values[key]
         try:
@@ -50,15 +59,30 @@ def wanted_values(values):
             problems.append("%s: give a number or a line of text, not %r" % (key, value))
         elif not normalised(value) or "\n" in str(value):
             problems.append("%s: %r is not a one-line value" % (key, value))
+        elif not _PROC_TEXT.fullmatch(str(value)):
+            problems.append("%s: %r has characters procfs does not take (printable ASCII only)" % (key, value))
         else:
             wanted[key] = normalised(value)
-    refuse_if(problems)
     return wanted
+
+
+def dropin_problems(params, root):
+    """What is wrong with the drop-in's path: not one absolute file path, through a link, or another
+    part's drop-in."""
+    path, problem = path_problem("dropin", params["dropin"])
+    if problem:
+        return [problem]
+    if path in OTHER_DROPINS:
+        return ["dropin %s is %s's drop-in; give a file of its own" % (path, OTHER_DROPINS[path])]
+    return [problem for problem in [link_problem("dropin", root, path)] if problem]
 
 
 def converge(module, journal):
     params, root = module.params, module.params["root"]
-    wanted = wanted_values(params["values"])
+    problems = []
+    wanted = wanted_values(params["values"], problems)
+    refuse_if(problems + dropin_problems(params, root))
+    params = dict(params, dropin=normal_path(params["dropin"]))
     missing = sorted(key for key in wanted if not knob_exists(root, sysctl_path(key)))
     if missing and params["missing"] == "fail":
         raise Refused("this kernel has no %s; nothing written" % ", ".join(missing))

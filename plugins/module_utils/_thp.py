@@ -111,12 +111,16 @@ def render_dropin(values, header):
     return "".join(lines)
 
 
-def parse_dropin(text):
-    """Values recorded in our own drop-in (so a run that sets one knob keeps the others)."""
+def parse_dropin(text, path=TMPFILES_DROPIN):
+    """Values recorded in our own drop-in (so a run that sets one knob keeps the others); ThpError
+    naming the line for a khugepaged value that is not a number (an edit by hand)."""
     values = {}
     for line in (text or "").splitlines():
         fields = line.split()
         if len(fields) == 7 and fields[0] == "w" and fields[1].startswith(THP_DIR + "/"):
             key = fields[1][len(THP_DIR) + 1:].replace("/", ".")
+            if key.startswith("khugepaged.") and not is_decimal(fields[6]):
+                raise ThpError("%s: the line %r holds %r where a number belongs; correct or remove the line"
+                               % (path, line, fields[6]))
             values[key] = int(fields[6]) if key.startswith("khugepaged.") else fields[6]
     return values

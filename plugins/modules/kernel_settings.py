@@ -158,6 +158,8 @@ from ansible_collections.cpuinfer.llm.plugins.module_utils import (
     _sysctl_settings,
     _thp_settings,
 )
+from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
+from ansible_collections.cpuinfer.llm.plugins.module_utils._paths import normal_path
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, refuse_if, run_module
 
 PARTS = (("thp", _thp_settings), ("perf_paranoid", _perf_paranoid_settings), ("sysctl", _sysctl_settings))
@@ -203,8 +205,8 @@ def _dropin_problems(params):
         elif path is not None:
             owned[path] = name
     given = dict((path, name) for path, name in owned.items() if params[name] is not None)
-    return problems + ["%s: %s writes this drop-in" % (entry["path"], given[entry["path"].rstrip("/")])
-                       for entry in params["directories"] + params["files"] if entry["path"].rstrip("/") in given]
+    return problems + ["%s: %s writes this drop-in" % (entry["path"], given[normal_path(entry["path"])])
+                       for entry in params["directories"] + params["files"] if normal_path(entry["path"]) in given]
 
 
 def converge(module, journal):
@@ -215,7 +217,13 @@ def converge(module, journal):
     refuse_if(_dropin_problems(params))
     planned, results = _Planned(), {}
     for name, part in given:
-        results[name] = part.converge(_Part(module, name, dict(params[name], root=params["root"])), planned)
+        try:
+            results[name] = part.converge(_Part(module, name, dict(params[name], root=params["root"])), planned)
+        except Refused as exc:
+            # the part's own words name its options; the part's name says where they are
+            raise Refused("%s: %s" % (name, exc), **exc.result)
+        except HostError as exc:
+            raise HostError("%s: %s" % (name, exc))
     written = _managed_files.plan(params, params["root"])
     journal.apply(planned.steps + written.steps)
     diff = [entry for name, dummy in given for entry in _diffs(name, results[name].pop("diff", []))] + written.diffs

@@ -141,6 +141,7 @@ removed_paths:
 import re
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _managed_files, _release
+from ansible_collections.cpuinfer.llm.plugins.module_utils._paths import link_problem, path_problem
 from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import (
     FileState, file_state, matching_files, missing_directories, path_matches, put_state)
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, Step, refuse_if, run_module
@@ -155,22 +156,34 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def _check(params):
+def _store_matches(pattern, store):
+    """Whether the pattern can match a file in the store or below it (component by component)."""
+    wanted, parts = pattern.strip("/").split("/"), store.strip("/").split("/")
+    return len(wanted) > len(parts) and path_matches(store, ["/" + "/".join(wanted[:len(parts)])])
+
+
+def _check(params, root):
+    """(store, patterns) in their one spelling, or Refused naming every problem of the request."""
     problems = []
-    if not re.match(r"^[A-Za-z0-9_-]+$", params["name"]):
+    if not isinstance(params["name"], str) or not re.fullmatch(r"[A-Za-z0-9_-]+", params["name"]):
         problems.append("name %r: letters, digits, '_' and '-' only" % params["name"])
-    if not params["store"].startswith("/") or ".." in params["store"].split("/"):
-        problems.append("store %r: give an absolute path without '..'" % params["store"])
+    store, problem = path_problem("store", params["store"])
+    problems += [problem, store and link_problem("store", root, store + "/record")]
     if not params["patterns"]:
         problems.append("patterns: give at least one")
-    for pattern in params["patterns"]:
-        if not pattern.startswith("/") or ".." in pattern.split("/"):
-            problems.append("pattern %r: give an absolute pattern without '..'" % pattern)
-        elif pattern.startswith(params["store"].rstrip("/") + "/"):
-            problems.append("pattern %r lies in the record store %s" % (pattern, params["store"]))
+    patterns = []
+    for given in params["patterns"]:
+        pattern, problem = path_problem("patterns", given, noun="pattern")
+        if problem:
+            problems.append(problem)
+        elif store and (_store_matches(pattern, store) or path_matches(store, [pattern])):
+            problems.append("pattern %r can match the record store %s or its records" % (given, store))
+        else:
+            patterns.append(pattern)
     if params["state"] == "rolled_back" and (params["directories"] or params["files"]):
         problems.append("directories and files are written with state=recorded only; a rollback writes a recorded release")
-    refuse_if(problems)
+    refuse_if([problem for problem in problems if problem])
+    return store, patterns
 
 
 def _on_disk(root, patterns):
@@ -188,6 +201,24 @@ def _record_steps(root, store, record_path, text):
     steps.append(Step("write %s" % record_path, lambda: put_state(root, record_path, FileState(text, 0o600, 0, 0)),
                       lambda: put_state(root, record_path, before)))
     return steps
+
+
+def _refuse_outside(root, paths, patterns):
+    """A release is the files its patterns match: a recorded path outside them (the patterns changed
+    since, or the record was edited) or through a linked directory is not written back."""
+    problems = ["the release to go back to holds %s, which none of the patterns match" % path
+                for path in paths if not path_matches(path, patterns)]
+    problems += [link_problem("recorded path", root, path) for path in paths]
+    problems = [problem for problem in problems if problem]
+    if problems:
+        raise Refused("; ".join(problems) + "; nothing written")
+
+
+def _parent_steps(root, paths):
+    """Steps that create the directories a rollback's files need (removed again by their undo)."""
+    return [Step("create %s" % path, lambda p=path: put_state(root, p, FileState(None, 0o755, 0, 0)),
+                 lambda p=path: put_state(root, p, None))
+            for path in _managed_files.parents_to_create(root, paths)]
 
 
 def _read_record(root, record_path):
@@ -212,13 +243,12 @@ def _diff(record_path, before, after):
 
 def converge(module, journal):
     params, root = module.params, module.params["root"]
-    _check(params)
-    store = params["store"].rstrip("/")
+    store, patterns = _check(params, root)
     record_path = "%s/%s.json" % (store, params["name"])
     record = _read_record(root, record_path)
     writes = _managed_files.plan(params, root)
-    on_disk = _on_disk(root, params["patterns"])
-    on_disk.update((path, state) for path, state in writes.files.items() if path_matches(path, params["patterns"]))
+    on_disk = _on_disk(root, patterns)
+    on_disk.update((path, state) for path, state in writes.files.items() if path_matches(path, patterns))
     steps, removed = list(writes.steps), []
 
     if params["state"] == "recorded":
@@ -229,6 +259,8 @@ def converge(module, journal):
         if target is None:
             raise Refused("no release of %s to go back to: %s; nothing written" % (params["name"], after))
         changed_paths = _release.paths_that_differ(on_disk, target)
+        _refuse_outside(root, changed_paths, patterns)
+        steps += _parent_steps(root, [path for path in changed_paths if target.get(path) is not None])
         for path in changed_paths:
             wanted = target.get(path)
             steps.append(Step("%s %s" % ("remove" if wanted is None else "write", path),

@@ -57,3 +57,10 @@ def sysctl_host(root, monkeypatch):
 def files_host(root, monkeypatch):
     write_tree(root, {"/etc/systemd/system/existing.service": "[Service]\n"})
     (Path(root) / "etc" / "demo.d").mkdir(parents=True)
+
+
+def kernel_host(root, monkeypatch):
+    """THP, perf_event_paranoid and sysctls on one host: what kernel_settings converges."""
+    thp_host(root, monkeypatch)
+    perf_tree(root)
+    sysctl_host(root, monkeypatch)

@@ -1,5 +1,7 @@
 """Build and compare fake kernel trees (sysfs, procfs, /etc) for unit tests."""
 
+import os
+import stat
 from pathlib import Path
 
 
@@ -14,6 +16,26 @@ def write_tree(root, files):
 def snapshot(root):
     """Every file under root with its content, to assert that nothing was written."""
     return {str(p.relative_to(root)): p.read_text() for p in sorted(Path(root).rglob("*")) if p.is_file()}
+
+
+def full_snapshot(root):
+    """Every entry under root, directories and links too, with its bytes (a link: its target), mode and
+    owner: what "the tree is as before" means to an operator. Links are not followed."""
+    entries = {}
+    for directory, dirnames, filenames in os.walk(str(root)):
+        for name in dirnames + filenames:
+            path = os.path.join(directory, name)
+            info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode):
+                body = os.readlink(path).encode()
+            elif stat.S_ISREG(info.st_mode):
+                with open(path, "rb") as handle:
+                    body = handle.read()
+            else:
+                body = b""
+            entries[os.path.relpath(path, str(root))] = (stat.S_IFMT(info.st_mode), stat.S_IMODE(info.st_mode),
+                                                         info.st_uid, info.st_gid, body)
+    return entries
 
 
 THP = "/sys/kernel/mm/transparent_hugepage"

@@ -49,8 +49,59 @@ def test_put_state_none_keeps_a_directory_that_is_not_empty(tmp_path):
 
 
 def test_replace_file_never_leaves_a_temporary_file(tmp_path):
+    (tmp_path / "a").mkdir()
     _persist.replace_file(str(tmp_path), "/a/b.conf", "v\n", 0o644)
     assert sorted(os.listdir(str(tmp_path / "a"))) == ["b.conf"]
+
+
+@pytest.mark.parametrize("content", [5, None, "lone surrogate \udc80"])
+def test_content_that_is_not_text_is_refused_before_a_temporary_file(tmp_path, content):
+    """A tampered release record once put a number here: the write crashed and left .cpuinfer-* behind."""
+    (tmp_path / "a").mkdir()
+    with pytest.raises(_persist.PersistError, match="not text that UTF-8 can hold"):
+        _persist.replace_file(str(tmp_path), "/a/b.conf", content, 0o644)
+    assert os.listdir(str(tmp_path / "a")) == []
+
+
+def test_a_failed_chown_leaves_no_temporary_file(tmp_path):
+    (tmp_path / "a").mkdir()
+    with pytest.raises(_persist.PersistError):
+        _persist.replace_file(str(tmp_path), "/a/b.conf", "x", 0o644, uid=2 ** 40)
+    assert os.listdir(str(tmp_path / "a")) == []
+
+
+def test_replace_file_makes_no_directory(tmp_path):
+    """Directories are steps of their own (create_parents), undone with the run."""
+    with pytest.raises(_persist.PersistError, match="cannot write"):
+        _persist.replace_file(str(tmp_path), "/a/b.conf", "v\n", 0o644)
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_create_parents_and_remove_them_again(tmp_path):
+    (tmp_path / "etc").mkdir()
+    created = _persist.create_parents(str(tmp_path), "/etc/a/b/c.conf")
+    assert created == ["/etc/a", "/etc/a/b"] and (tmp_path / "etc/a/b").is_dir()
+    _persist.remove_directories(str(tmp_path), created)
+    assert os.listdir(str(tmp_path / "etc")) == []
+
+
+def test_create_parents_takes_back_what_it_made_when_one_fails(tmp_path, monkeypatch):
+    (tmp_path / "etc").mkdir()
+    real_mkdir = os.mkdir
+
+    def mkdir(path, mode=0o777):
+        if path.endswith("/b"):
+            raise OSError(28, "No space left on device")
+        real_mkdir(path, mode)
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    with pytest.raises(_persist.PersistError, match="cannot create .*/etc/a/b: No space left on device"):
+        _persist.create_parents(str(tmp_path), "/etc/a/b/c.conf")
+    assert os.listdir(str(tmp_path / "etc")) == []
+
+
+def test_read_file_reads_bytes_that_are_not_utf8(tmp_path):
+    (tmp_path / "x.conf").write_bytes(b"a\xff\n")
+    assert _persist.read_file(str(tmp_path), "/x.conf") == "a\ufffd\n"
 
 
 def test_missing_directories_are_listed_outermost_first(tmp_path):

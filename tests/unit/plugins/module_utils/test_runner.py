@@ -13,7 +13,7 @@ from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import (
     run_module,
 )
 
-from kernel_tree import snapshot, write_tree
+from kernel_tree import full_snapshot, snapshot, write_tree
 
 
 class Ended(Exception):
@@ -139,3 +139,32 @@ def test_journal_records_only_what_was_done(tree):
     journal.apply([knob_step(tree, "/k/a", "5", "1")])
     assert journal.changes == ["write /k/a = 5"]
     assert journal.rollback() == [] and journal.changes == []
+
+
+def test_a_file_step_creates_the_directories_it_needs_and_its_undo_removes_them(tree):
+    """A run that failed once left behind every directory makedirs had made for its drop-ins."""
+    before = full_snapshot(tree)
+
+    def body(dummy_module, journal):
+        journal.apply([file_step(tree, "/etc/sysctl.d/deeper/90-x.conf", "a = 1\n", None)])
+        assert read_knob(tree, "/etc/sysctl.d/deeper/90-x.conf") == "a = 1"
+        raise KnobError("a later write failed")
+
+    outcome, result = run(body)
+    assert outcome == "failed" and "every change made before it was put back" in result["msg"]
+    assert full_snapshot(tree) == before
+
+
+def test_a_file_step_whose_write_fails_removes_the_directories_it_made(tree, monkeypatch):
+    before = full_snapshot(tree)
+
+    def refuse(*dummy, **keywords):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(_runner._persist.tempfile, "mkstemp", refuse)
+
+    def body(dummy_module, journal):
+        journal.apply([file_step(tree, "/etc/tmpfiles.d/x.conf", "w /x - - - - 1\n", None)])
+
+    outcome, result = run(body)
+    assert outcome == "failed" and "No space left on device" in result["msg"] and "nothing was written" in result["msg"]
+    assert full_snapshot(tree) == before

@@ -171,3 +171,12 @@ def test_records_without_the_option_are_empty_and_a_relative_path_is_refused(tmp
     assert run_module(host_facts, {"root": str(tmp_path)})[1]["ansible_facts"]["cpuinfer_records"] == {}
     failed, result = run_module(host_facts, {"root": str(tmp_path), "records": ["var/lib/cpuinfer", "/a/../b"]})
     assert failed and "'var/lib/cpuinfer' is not an absolute path" in result["msg"] and "'/a/../b'" in result["msg"]
+
+
+def test_a_cpuinfo_with_bytes_that_are_not_utf8_is_read(tmp_path, run_module):
+    """A firmware's model name in Latin-1 once crashed the module (UnicodeDecodeError)."""
+    xeon_tree(tmp_path)
+    cpuinfo = tmp_path / "proc" / "cpuinfo"
+    cpuinfo.write_bytes(cpuinfo.read_bytes().replace(b"model name\t: ", b"model name\t: Xeon\xae \xff "))
+    facts = facts_of(run_module, tmp_path)
+    assert facts["platform"] == "xeon" and facts["llama_build_class"] == "x86-avx512"

@@ -5,7 +5,7 @@ import pytest
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _persist, _thp
 from ansible_collections.cpuinfer.llm.plugins.modules import kernel_settings, perf_paranoid, sysctl, thp
 
-from kernel_tree import FakeThpKernel, perf_tree, snapshot, write_tree
+from kernel_tree import FakeThpKernel, full_snapshot, perf_tree, snapshot, write_tree
 
 THP = {"enabled": "madvise", "defrag": "never"}
 PERF = {"level": 2}
@@ -125,3 +125,23 @@ def test_files_alone_change_the_run_and_show_in_the_diff(host, run_module):
     slice_diff = result["diff"][-1]
     assert (slice_diff["before"], slice_diff["after"]) == (SLICE["content"], edited["content"]), result["diff"]
     assert (host / SLICE["path"].lstrip("/")).read_text() == SLICE["content"]
+
+
+def test_a_failed_run_removes_the_directories_it_created(host, run_module, monkeypatch):
+    """A host without /etc/sysctl.d and /etc/tmpfiles.d: the run makes them for its drop-ins; when a later
+    write fails they go again (makedirs was never undone, and left them behind)."""
+    before = full_snapshot(host)
+    real = _persist.replace_file
+
+    def fail_on(root, relative, *rest):
+        if relative.endswith("inference.slice"):
+            raise _persist.PersistError("disk full")
+        return real(root, relative, *rest)
+    monkeypatch.setattr(_persist, "replace_file", fail_on)
+    args = {"thp": THP, "sysctl": SYSCTL, "files": [{"path": "/etc/systemd/system/inference.slice", "content": "x"}]}
+    failed, result = run_module(kernel_settings, dict(args, root=str(host)))
+    assert failed and "disk full" in result["msg"] and "put back" in result["msg"], result
+    after = full_snapshot(host)
+    assert sorted(set(after) - set(before)) == [] and not (host / "etc" / "sysctl.d").exists()
+    assert dict((path, entry) for path, entry in after.items() if not path.startswith(("proc", "sys"))) == \
+        dict((path, entry) for path, entry in before.items() if not path.startswith(("proc", "sys")))

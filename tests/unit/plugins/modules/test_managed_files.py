@@ -141,3 +141,27 @@ def test_a_report_that_cannot_be_read_fails_the_run_and_puts_the_writes_back(tmp
     failed, result = run_module(managed_files, _args(tmp_path, report=["/srv/link.gguf"]))
     assert failed and "link.gguf is neither a file nor a directory" in result["msg"]
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("mode, words", [
+    (420, "mode 420 is a number, not octal text (YAML reads an unquoted 0644 as the number 420); quote it: mode: '0644'"),
+    (644, "mode 644 is a number"),
+    (True, "mode True is not octal text"),
+])
+def test_an_unquoted_yaml_mode_is_refused_with_how_to_quote_it(tmp_path, run_module, mode, words):
+    """mode: 0644 unquoted reached the module as 420 and the file got 0420."""
+    failed, result = run_module(managed_files, {"root": str(tmp_path), "files": [{"path": "/etc/x", "content": "", "mode": mode}]})
+    assert failed and words in result["msg"], result
+    assert not (tmp_path / "etc").exists()
+
+
+def test_one_file_under_two_spellings_is_listed_twice(tmp_path, run_module):
+    failed, result = run_module(managed_files, {"root": str(tmp_path), "files": [
+        {"path": "/etc//x", "content": "a"}, {"path": "/etc/./x/", "content": "b"}]})
+    assert failed and "/etc/x is listed twice" in result["msg"], result
+
+
+def test_a_path_is_written_in_its_one_spelling(tmp_path, run_module):
+    failed, result = run_module(managed_files, {"root": str(tmp_path), "files": [{"path": "/etc//demo/./x.conf", "content": "a"}]})
+    assert not failed and result["changed_paths"] == ["/etc", "/etc/demo", "/etc/demo/x.conf"], result
+    assert (tmp_path / "etc/demo/x.conf").read_text() == "a"
