@@ -142,6 +142,14 @@ def _base_variables(playbook, play):
     return variables
 
 
+def _template_file(playbook, src):
+    """Where the template module finds src: the playbook's templates/, then beside the playbook."""
+    for candidate in (playbook.parent / "templates" / src, playbook.parent / src):
+        if candidate.exists():
+            return candidate
+    raise FileNotFoundError("%s: template %s not found" % (playbook, src))
+
+
 def _template_paths(playbook, task, variables):
     """The .j2 files a task renders, with the loop item each is rendered with."""
     items = [None]
@@ -152,7 +160,7 @@ def _template_paths(playbook, task, variables):
         for module in TEMPLATE_MODULES:
             if isinstance(task.get(module), dict) and "src" in task[module]:
                 src = _templar(scope).template(task[module]["src"])
-                yield item, next(p for p in (playbook.parent / "templates" / src, playbook.parent / src) if p.exists())
+                yield item, _template_file(playbook, src)
         for match in (m for text in _strings(task) for m in TEMPLATE_LOOKUP.finditer(text)):
             yield item, Path(_templar(scope).template(trust_as_template("{{ %s }}" % match.group("path"))))
 

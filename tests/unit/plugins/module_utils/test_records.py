@@ -51,4 +51,5 @@ def test_something_else_than_a_file_is_refused_by_name(tmp_path):
 
 def test_problems_name_each_relative_or_climbing_path():
     assert _records.problems("report", ["/ok", "rel/x", "/a/../b"]) == [
-        "report: 'rel/x' is not an absolute path below / without '..' or NUL bytes", "report: '/a/../b' is not an absolute path below / without '..' or NUL bytes"]
+        "report: 'rel/x' is not an absolute path below / without '..' or NUL bytes",
+        "report: '/a/../b' is not an absolute path below / without '..' or NUL bytes"]

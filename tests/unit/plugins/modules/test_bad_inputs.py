@@ -47,6 +47,7 @@ def linked(relative, target="/tmp"):
     make.shown = "`%s` -> %s" % (relative, target)
     return make
 
+
 THP = [
     ({}, "nothing to set"),
     ({"enabled": "sometimes"}, "value of enabled must be one of"),
