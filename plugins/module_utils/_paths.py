@@ -12,6 +12,8 @@ from __future__ import absolute_import, division, print_function
 import os
 import re
 
+from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_path
+
 __metaclass__ = type
 
 _SLASHES = re.compile(r"/+")
@@ -42,7 +44,7 @@ def linked_ancestor(root, path):
     parts = path.strip("/").split("/")[:-1]
     for depth in range(1, len(parts) + 1):
         relative = "/" + "/".join(parts[:depth])
-        on_host = os.path.join(root, relative.lstrip("/"))
+        on_host = knob_path(root, relative)
         if os.path.islink(on_host):
             return relative, os.readlink(on_host)
         if not os.path.isdir(on_host):

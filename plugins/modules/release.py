@@ -192,11 +192,7 @@ def _on_disk(root, patterns):
 
 def _record_steps(root, store, record_path, text):
     """Steps that write the record, creating the store (0700) and its missing parents (0755) first."""
-    steps = []
-    for path in missing_directories(root, store):
-        mode = 0o700 if path == store else 0o755
-        steps.append(Step("create %s" % path, lambda p=path, m=mode: put_state(root, p, FileState(None, m, 0, 0)),
-                          lambda p=path: put_state(root, p, None)))
+    steps = [_directory_step(root, path, 0o700 if path == store else 0o755) for path in missing_directories(root, store)]
     before = file_state(root, record_path)
     steps.append(Step("write %s" % record_path, lambda: put_state(root, record_path, FileState(text, 0o600, 0, 0)),
                       lambda: put_state(root, record_path, before)))
@@ -214,11 +210,15 @@ def _refuse_outside(root, paths, patterns):
         raise Refused("; ".join(problems) + "; nothing written")
 
 
+def _directory_step(root, path, mode):
+    """A step that creates a directory of root's (its undo removes it again)."""
+    return Step("create %s" % path, lambda: put_state(root, path, FileState(None, mode, 0, 0)),
+                lambda: put_state(root, path, None))
+
+
 def _parent_steps(root, paths):
-    """Steps that create the directories a rollback's files need (removed again by their undo)."""
-    return [Step("create %s" % path, lambda p=path: put_state(root, p, FileState(None, 0o755, 0, 0)),
-                 lambda p=path: put_state(root, p, None))
-            for path in _managed_files.parents_to_create(root, paths)]
+    """Steps that create the directories a rollback's files need."""
+    return [_directory_step(root, path, 0o755) for path in _managed_files.parents_to_create(root, paths)]
 
 
 def _read_record(root, record_path):
