@@ -23,6 +23,7 @@ __metaclass__ = type
 MARKER = ".cpuinfer-installed"
 WHEELS = "wheels/"
 INSTALLER_PREFIX = "installer-"
+CURRENT = "current"
 VENV_ENTRIES = ("bin", "include", "lib", "lib64", "pyvenv.cfg", MARKER)
 
 
@@ -79,6 +80,18 @@ def prune_earlier(venv):
     return [os.path.basename(path) for path in others[:-1]]
 
 
+def point_current(venv):
+    """parent/current -> the venv just installed, replaced atomically: units that must not restart
+    when the agent changes (an inference instance's ExecStop) name this path, not the digest."""
+    parent, own = os.path.split(os.path.normpath(venv))
+    link = os.path.join(parent, CURRENT)
+    if os.path.lexists(link + ".tmp"):  # left by an interrupted run
+        os.unlink(link + ".tmp")
+    os.symlink(own, link + ".tmp")
+    os.rename(link + ".tmp", link)
+    return link
+
+
 def main(argv=None):
     argv = sys.argv if argv is None else argv
     if len(argv) != 3 or not os.path.isabs(argv[1]):
@@ -86,6 +99,7 @@ def main(argv=None):
         return 2
     bundle = os.path.dirname(os.path.abspath(__file__))  # run as a zip: __file__ is BUNDLE/__main__.py
     install(bundle, argv[1], argv[2])
+    point_current(argv[1])
     removed = prune_earlier(argv[1])
     sys.stdout.write("installed %s in %s; earlier installs removed: %s\n" % (argv[2], argv[1], ", ".join(removed) or "none"))
     return 0

@@ -1,6 +1,8 @@
 """Wait until a llama_server instance is ready; give up early on a crash loop.
 
 Usage: cpuinfer-wait-ready UNIT PORT TIMEOUT_SECONDS [health|completion]   (API key in LLAMA_SERVER_API_KEY)
+       cpuinfer-wait-ready UNIT unit TIMEOUT_SECONDS   (port and probe from the unit's command line: a
+       rollback restarts units whose instances the play no longer lists)
 health: GET /health answers 200 (llama-server: 503 while the model loads). completion (the default,
 for the Python server, which has no health endpoint): a 1-token completion answers.
 Exit 0 when ready; 1 with the reason and the unit's last log lines when the unit restarts again and
@@ -73,10 +75,29 @@ def wait(unit, port, timeout, probe="completion", api_key=""):
         time.sleep(POLL_SECONDS)
 
 
+def port_and_probe_of(exec_start):
+    """(port, probe) from a unit's ExecStart as systemctl show prints it: --port N of either engine;
+    llama-server answers /health, the Python server only completions."""
+    words = exec_start.replace(";", " ").split()
+    port = next((words[i + 1] for i, word in enumerate(words[:-1]) if word == "--port"), None)
+    if port is None or not port.isdigit():
+        raise ValueError("no --port in the unit's command line: %s" % exec_start)
+    probe = "health" if any(word.endswith("/llama-server") for word in words) else "completion"
+    return int(port), probe
+
+
 def main(argv=None):
     argv = sys.argv if argv is None else argv
-    unit, port, timeout = argv[1], int(argv[2]), float(argv[3])
-    reason = wait(unit, port, timeout, argv[4] if len(argv) > 4 else "completion", os.environ.get("LLAMA_SERVER_API_KEY", ""))
+    unit, timeout = argv[1], float(argv[3])
+    if argv[2] == "unit":
+        try:
+            port, probe = port_and_probe_of(unit_state(unit, ("ExecStart",)).get("ExecStart", ""))
+        except ValueError as exc:
+            sys.stderr.write("%s: %s\n" % (unit, exc))
+            return 1
+    else:
+        port, probe = int(argv[2]), argv[4] if len(argv) > 4 else "completion"
+    reason = wait(unit, port, timeout, probe, os.environ.get("LLAMA_SERVER_API_KEY", ""))
     if reason:
         sys.stderr.write("%s\n--- last log lines ---\n%s" % (reason, journal_tail(unit)))
         return 1

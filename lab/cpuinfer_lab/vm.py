@@ -45,6 +45,9 @@ class VmSpec:
     forwards: list[int] = field(default_factory=list)  # guest TCP ports reachable on 127.0.0.1
     pin: bool = False  # vCPU n on host CPU n, qemu's other threads on host CPU 0 (threads.py)
     numa_nodes: int = 1  # >1: one socket per node, the vCPUs and memory split evenly (a two-socket host)
+    # VMs this one reaches: peer n's forwarded ports answer in the guest on PEER_NETWORK + n (a front
+    # door in front of other lab hosts); slirp's restrict=on leaves explicit forwards working
+    peers: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -61,6 +64,7 @@ class VmRecord:
     serial_log: str
     image: str
     pinning: dict[str, list[int]] = field(default_factory=dict)  # thread name -> host CPUs, when pinned
+    peer_addresses: dict[str, str] = field(default_factory=dict)  # peer VM -> its address inside this guest
 
     def inventory_vars(self, user: str = "lab") -> dict:
         return {
@@ -75,7 +79,46 @@ class VmRecord:
             "lab_arch": self.arch,
             "lab_cpu_model": self.cpu_model,
             "lab_forwarded_ports": self.forwarded,
+            "lab_peer_addresses": self.peer_addresses,
         }
+
+
+PEER_NETWORK_FIRST = 100  # 10.0.2.100 onwards: outside slirp's DHCP range and its host, DNS and guest addresses
+
+
+def peer_forwards(peers: list[str]) -> tuple[dict[str, str], list[str]]:
+    """({peer: address in the guest}, qemu guestfwd rules): each of a running peer's forwarded ports,
+    reached by a socat per connection to its loopback forward."""
+    addresses, rules = {}, []
+    for index, peer in enumerate(peers):
+        record = load_record(peer)
+        if record is None or running_pid(peer) is None:
+            raise LabError(f"peer VM {peer} is not running: boot it first (start_many boots peers first)")
+        address = f"10.0.2.{PEER_NETWORK_FIRST + index}"
+        addresses[peer] = address
+        rules += [f"guestfwd=tcp:{address}:{guest}-cmd:socat - TCP:{LOOPBACK}:{host}"
+                  for guest, host in sorted(record.forwarded.items())]
+    return addresses, rules
+
+
+def boot_order(specs: list["VmSpec"]) -> list["VmSpec"]:
+    """Peers before the VMs that reach them (their forwarded ports must exist first)."""
+    by_name = {spec.name: spec for spec in specs}
+    ordered: list[VmSpec] = []
+
+    def visit(spec, path=()):
+        if spec in ordered:
+            return
+        if spec.name in path:
+            raise LabError(f"VM {spec.name}: peers form a cycle ({' -> '.join(path + (spec.name,))})")
+        for peer in spec.peers:
+            if peer in by_name:
+                visit(by_name[peer], path + (spec.name,))
+        ordered.append(spec)
+
+    for spec in specs:
+        visit(spec)
+    return ordered
 
 
 def _free_port() -> int:
@@ -146,7 +189,8 @@ def stop(name: str, timeout: float = 20.0) -> bool:
     return True
 
 
-def _qemu_argv(spec: VmSpec, img: images.Image, vmdir: Path, ssh_port: int, forwarded: dict[str, int]) -> list[str]:
+def _qemu_argv(spec: VmSpec, img: images.Image, vmdir: Path, ssh_port: int, forwarded: dict[str, int],
+               guestfwds: list[str] | None = None) -> list[str]:
     cpu_model = spec.cpu_model or DEFAULT_CPU_MODEL[spec.arch]
     console = "ttyS0" if spec.arch == "amd64" else "ttyAMA0"
     if spec.accel == "kvm":
@@ -171,7 +215,7 @@ def _qemu_argv(spec: VmSpec, img: images.Image, vmdir: Path, ssh_port: int, forw
         "-drive", f"file={vmdir / 'disk.qcow2'},format=qcow2,if=none,id=disk0,cache=unsafe",
         "-device", "virtio-blk-pci,drive=disk0",
         # restrict=on: the guest reaches nothing outside; only the forwarded loopback ports come in
-        "-netdev", "user,id=n0,restrict=on," + ",".join(hostfwd),
+        "-netdev", "user,id=n0,restrict=on," + ",".join(hostfwd + (guestfwds or [])),
         "-device", "virtio-net-pci,netdev=n0",
         "-display", "none",
         "-serial", f"file:{vmdir / 'serial.log'}",
@@ -251,13 +295,15 @@ def _launch(spec: VmSpec, log, pin_offset: int = 0) -> VmRecord:
     )
     ssh_port = _free_port()
     forwarded = {str(guest): _free_port() for guest in spec.forwards}
+    peer_addresses, guestfwds = peer_forwards(spec.peers)
     record = VmRecord(
         name=spec.name, arch=spec.arch, cpus=spec.cpus, memory_mb=spec.memory_mb,
         cpu_model=spec.cpu_model or DEFAULT_CPU_MODEL[spec.arch], accel=spec.accel,
         ssh_port=ssh_port, forwarded=forwarded, identity_file=str(img.ssh_key),
-        serial_log=str(vmdir / "serial.log"), image=str(img.directory),
+        serial_log=str(vmdir / "serial.log"), image=str(img.directory), peer_addresses=peer_addresses,
     )
-    launch = subprocess.run(_qemu_argv(spec, img, vmdir, ssh_port, forwarded), capture_output=True, text=True, check=False)
+    argv = _qemu_argv(spec, img, vmdir, ssh_port, forwarded, guestfwds)
+    launch = subprocess.run(argv, capture_output=True, text=True, check=False)
     if launch.returncode != 0:
         raise LabError(f"VM {spec.name}: qemu did not start: {launch.stderr.strip()}")
     if spec.pin:
@@ -278,7 +324,7 @@ def _pin(name: str, offset: int = 0) -> dict[str, list[int]]:
 
 def start_many(specs: list[VmSpec], boot_timeout: float = 300.0, log=print) -> list[VmRecord]:
     """Launch every VM first, then wait for each: boots overlap instead of queueing."""
-    records = [_launch(spec, log, pin_offset=index) for index, spec in enumerate(specs)]
+    records = [_launch(spec, log, pin_offset=index) for index, spec in enumerate(boot_order(specs))]
     started = time.monotonic()
     for record in records:
         remaining = max(boot_timeout - (time.monotonic() - started), 1.0)

@@ -28,6 +28,11 @@ if [ -e "$root/lib/systemd/system/prometheus-node-exporter.service" ]; then
   chroot "$root" systemctl disable prometheus-node-exporter.service
 fi
 
+# HAProxy likewise: the frontdoor role enables it on the front door hosts only.
+if [ -e "$root/lib/systemd/system/haproxy.service" ]; then
+  chroot "$root" systemctl disable haproxy.service
+fi
+
 mkdir -p "$root/etc/systemd/journald.conf.d"
 printf '[Journal]\nStorage=volatile\n' > "$root/etc/systemd/journald.conf.d/lab.conf"
 printf '/dev/vda / ext4 rw,errors=remount-ro 0 1\n' > "$root/etc/fstab"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cpuinfer_lab import paths, vm
+from cpuinfer_lab import image, paths, vm
 
 
 def _fake_qemu(name: str) -> subprocess.Popen:
@@ -165,3 +165,27 @@ def test_a_slow_ssh_answer_during_boot_is_asked_again_not_fatal(lab_state, monke
         assert answers == []
     finally:
         proc.kill()
+
+
+def test_peers_boot_before_the_vms_that_reach_them_and_a_cycle_is_refused():
+    door = vm.VmSpec(name="door", peers=["b", "a"])
+    a, b = vm.VmSpec(name="a"), vm.VmSpec(name="b")
+    assert [s.name for s in vm.boot_order([door, a, b])] == ["b", "a", "door"]
+    with pytest.raises(vm.LabError, match="peers form a cycle"):
+        vm.boot_order([vm.VmSpec(name="x", peers=["y"]), vm.VmSpec(name="y", peers=["x"])])
+
+
+def test_a_peers_forwards_answer_inside_the_guest_through_socat(monkeypatch, tmp_path):
+    records = {"b": vm.VmRecord(name="b", arch="amd64", cpus=1, memory_mb=1, cpu_model="max", accel="tcg",
+                                ssh_port=1, forwarded={"8081": 28081, "22": 0}, identity_file="", serial_log="",
+                                image="")}
+    monkeypatch.setattr(vm, "load_record", records.get)
+    monkeypatch.setattr(vm, "running_pid", lambda name: 42 if name in records else None)
+    addresses, rules = vm.peer_forwards(["b"])
+    assert addresses == {"b": "10.0.2.100"}
+    assert "guestfwd=tcp:10.0.2.100:8081-cmd:socat - TCP:127.0.0.1:28081" in rules
+    argv = vm._qemu_argv(vm.VmSpec(name="door"), image.Image("amd64", tmp_path), tmp_path, 1, {}, rules)
+    netdev = argv[argv.index("-netdev") + 1]
+    assert netdev.startswith("user,id=n0,restrict=on,") and "guestfwd=tcp:10.0.2.100:8081-cmd:socat" in netdev
+    with pytest.raises(vm.LabError, match="peer VM c is not running"):
+        vm.peer_forwards(["c"])

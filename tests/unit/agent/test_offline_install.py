@@ -58,8 +58,19 @@ def test_the_newest_earlier_install_stays_older_ones_go(tmp_path, built):
         os.utime(prefix / name, (stamp, stamp))
     done = run_bundle(built["bundle"], str(prefix / built["digest"]), built["digest"])
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in prefix.iterdir()) == sorted([built["digest"], "previous"])
+    assert sorted(p.name for p in prefix.iterdir()) == sorted([built["digest"], "current", "previous"])
     assert "earlier installs removed: oldest, older" in done.stdout
+
+
+def test_current_points_at_the_last_install_even_after_an_interrupted_switch(tmp_path, built):
+    prefix = tmp_path / "agent"
+    (prefix / "previous" / "bin").mkdir(parents=True)
+    os.symlink("previous", prefix / "current")
+    os.symlink("previous", prefix / "current.tmp")  # an earlier run stopped between the two steps
+    done = run_bundle(built["bundle"], str(prefix / built["digest"]), built["digest"])
+    assert done.returncode == 0, done.stderr
+    assert os.readlink(prefix / "current") == built["digest"] and not os.path.lexists(prefix / "current.tmp")
+    assert (prefix / "current" / "bin" / "cpuinfer-stop-when-idle").exists()
 
 
 def test_a_relative_venv_path_is_refused_and_nothing_is_made(tmp_path, built):

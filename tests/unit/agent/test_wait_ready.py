@@ -104,3 +104,18 @@ def test_health_mode_is_not_satisfied_by_a_completion_server(tmp_path, server):
                             env=fake_systemd(tmp_path, "activating", 0), capture_output=True, text=True, timeout=60,
                             check=False)
     assert result.returncode == 1 and "did not answer" in result.stderr
+
+
+def test_port_and_probe_come_from_the_units_command_line():
+    sys.path.insert(0, str(WAIT.parent))
+    try:
+        import wait_ready
+    finally:
+        sys.path.remove(str(WAIT.parent))
+    llama = ("{ path=/opt/cpuinfer/llama-server/b/engine/llama-server ; argv[]=/opt/cpuinfer/llama-server/b/engine/llama-server "
+             "--model /m.gguf --alias tiny --host 0.0.0.0 --port 8081 --threads 1 ; ignore_errors=no }")
+    assert wait_ready.port_and_probe_of(llama) == (8081, "health")
+    python = "{ path=/v/bin/python ; argv[]=/v/bin/python -m llama_cpp.server --model /m.gguf --port 8090 ; }"
+    assert wait_ready.port_and_probe_of(python) == (8090, "completion")
+    with pytest.raises(ValueError, match="no --port"):
+        wait_ready.port_and_probe_of("{ path=/bin/true ; argv[]=/bin/true ; }")

@@ -1,0 +1,114 @@
+"""Open-loop streamed completions through one address while a rollout runs; each request classified.
+
+Usage: python load.py --base-url URL --model NAME --api-key KEY --tokens N --interval S --stop-file PATH
+                      [--max-seconds S] [--phase-file PATH]
+A new request starts every --interval seconds whatever the earlier ones do (open loop: a slow server
+does not slow the arrivals), each a streamed completion of --tokens tokens with ignore_eos through the
+official openai client, until --stop-file exists. Each request is one of:
+  completed  - the stream ended with finish_reason "length": every token asked for (ignore_eos);
+  truncated  - the stream ended without an error but without reaching the length (what llama-server's
+               SIGTERM does). Text chunks are counted too, but a chunk is not a token (llama-server holds
+               back an incomplete UTF-8 sequence), so the verdict is the finish reason;
+  failed     - the client raised (connection refused or reset, HTTP error, a broken stream).
+--phase-file: a file whose text ("steady", "rollout", ...) labels requests started while it holds it, so
+time to first token can be compared between phases. Prints one JSON object (summary and every request).
+"""
+
+import argparse
+import json
+import os
+import threading
+import time
+
+import openai
+
+
+def classify(finish_reason, error):
+    if error is not None:
+        return "failed"
+    return "completed" if finish_reason == "length" else "truncated"
+
+
+def percentile(values, share):
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    return ordered[min(len(ordered) - 1, max(0, int(round(share * (len(ordered) - 1)))))]
+
+
+def summarise(requests):
+    summary = {"sent": len(requests)}
+    for outcome in ("completed", "truncated", "failed"):
+        summary[outcome] = sum(1 for r in requests if r["outcome"] == outcome)
+    for phase in sorted({r["phase"] for r in requests}):
+        ttfts = [r["ttft_s"] for r in requests if r["phase"] == phase and r["ttft_s"] is not None]
+        summary["ttft_p99_s_" + phase] = percentile(ttfts, 0.99)
+        summary["ttft_p50_s_" + phase] = percentile(ttfts, 0.50)
+        summary["sent_" + phase] = sum(1 for r in requests if r["phase"] == phase)
+    return summary
+
+
+def one_request(client, model, tokens, index, phase):
+    started = time.monotonic()
+    first, seen, error, finish = None, 0, None, None
+    try:
+        stream = client.completions.create(model=model, prompt="Request %d writes about CPUs:" % index,
+                                           max_tokens=tokens, temperature=0, stream=True,
+                                           extra_body={"ignore_eos": True})
+        for chunk in stream:
+            if chunk.choices and chunk.choices[0].finish_reason:
+                finish = chunk.choices[0].finish_reason
+            if chunk.choices and chunk.choices[0].text:
+                seen += 1
+                if first is None:
+                    first = time.monotonic() - started
+    except Exception as exc:  # every client error is an outcome to count, not a crash
+        error = "%s: %s" % (type(exc).__name__, str(exc)[:200])
+    return {"index": index, "phase": phase, "chunks": seen, "finish_reason": finish, "ttft_s": first,
+            "seconds": time.monotonic() - started, "error": error, "outcome": classify(finish, error)}
+
+
+def read_phase(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read().strip() or "steady"
+    except (OSError, TypeError):
+        return "steady"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--base-url", required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--api-key", default="none")
+    parser.add_argument("--tokens", type=int, default=24)
+    parser.add_argument("--interval", type=float, default=2.0)
+    parser.add_argument("--stop-file", required=True)
+    parser.add_argument("--phase-file")
+    parser.add_argument("--max-seconds", type=float, default=1800)
+    args = parser.parse_args()
+    # no retries: a retried request would hide the failure this counts
+    client = openai.OpenAI(base_url=args.base_url, api_key=args.api_key, max_retries=0, timeout=600)
+    results, threads, lock = [], [], threading.Lock()
+
+    def run(index, phase):
+        result = one_request(client, args.model, args.tokens, index, phase)
+        with lock:
+            results.append(result)
+
+    started = time.monotonic()
+    index = 0
+    while not os.path.exists(args.stop_file) and time.monotonic() - started < args.max_seconds:
+        thread = threading.Thread(target=run, args=(index, read_phase(args.phase_file)))
+        thread.start()
+        threads.append(thread)
+        index += 1
+        time.sleep(args.interval)
+    for thread in threads:
+        thread.join()
+    results.sort(key=lambda r: r["index"])
+    print(json.dumps({"summary": summarise(results), "requests": results}))
+
+
+if __name__ == "__main__":
+    main()
