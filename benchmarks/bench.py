@@ -9,6 +9,8 @@
   concurrency  1/2/4/8 concurrent streaming clients, llama-server vs the Python server, on this machine
              natively and in a lab VM
   cores      whether this machine's CPUs slow each other down, below any VM (host_cores.py)
+  rollout    streamed requests through a front door while a canary rollout restarts every instance:
+             failed / truncated / time to first token, without front door, without drain, with drain
 
 Run through benchmarks/run, which sets up the environment (README's command).
 """
@@ -29,6 +31,7 @@ from pathlib import Path
 import host_cores
 import isolation_report
 import machine
+import rollout_bench
 import stats
 
 
@@ -611,6 +614,65 @@ def cores(args):
     write_report("host-cores", data, host_cores.markdown(data))
 
 
+def lab_forwarded(vm_name, guest_port):
+    state = Path(os.environ.get("CPUINFER_LAB_STATE", "/var/lib/cpuinfer-lab"))
+    return json.loads((state / "vms" / vm_name / "vm.json").read_text(encoding="utf-8"))["forwarded"][str(guest_port)]
+
+
+def rollout_variant(variant, repeat, weight, inventory, args):
+    """One rollout of every instance under the load, through the variant's address; what each request saw."""
+    url = ("http://127.0.0.1:%d/v1" % (lab_forwarded("bench-roll-1", 9081) if variant["address"] == "frontdoor"
+                                        else lab_forwarded("bench-roll-2", 8081)))
+    scratch = REPO / ".build" / "bench-rollout"
+    scratch.mkdir(parents=True, exist_ok=True)
+    stop, phase = scratch / "stop", scratch / "phase"
+    stop.unlink(missing_ok=True)
+    phase.write_text("steady\n", encoding="utf-8")
+    log("rollout: %s (repeat %d) through %s" % (variant["name"], repeat + 1, url))
+    load = subprocess.Popen([sys.executable, REPO / "benchmarks" / "rollout" / "load.py", "--base-url", url,
+                             "--model", "tiny-llama", "--api-key", "bench-key-0123456789abcdef",
+                             "--tokens", str(args.tokens), "--interval", str(args.interval), "--stop-file", stop,
+                             "--phase-file", phase], stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(args.steady_seconds)
+        phase.write_text("rollout\n", encoding="utf-8")
+        seconds, dummy_output = playbook(inventory, "playbooks/canary.yml", "-e",
+                                         json.dumps(rollout_bench.extra_vars(variant, weight)))
+        phase.write_text("after\n", encoding="utf-8")
+        time.sleep(args.after_seconds)
+    finally:
+        stop.write_text("", encoding="utf-8")
+        output, dummy_errors = load.communicate(timeout=900)
+    measured = json.loads(output)
+    log("rollout: %s: %s" % (variant["name"], measured["summary"]))
+    return {"variant": variant["name"], "repeat": repeat, "rollout_seconds": round(seconds), **measured}
+
+
+def rollout(args):
+    topology = REPO / "benchmarks" / "rollout" / "topology.json"
+    inventory = REPO / "benchmarks" / "rollout" / "inventory"
+    vm_names = [vm["name"] for vm in json.loads(topology.read_text(encoding="utf-8"))["vms"]]
+    problems = machine.check_machine(vm_names, args.force, log)
+    ensure_model("llama-tiny")
+    if not args.reuse:
+        lab("up", "--topology", topology)
+    runs = []
+    try:
+        lab("inventory", "--topology", topology, "--output", inventory / "hosts.yml")
+        playbook(inventory, "playbooks/site.yml")
+        for repeat in range(args.repeats):
+            for variant in rollout_bench.VARIANTS:
+                # each rollout flips every unit's CPUWeight, so every instance restarts
+                runs.append(rollout_variant(variant, repeat, 90 if len(runs) % 2 == 0 else 100, inventory, args))
+    finally:
+        if not args.keep:
+            lab("down", *vm_names)
+    data = {"environment": environment(), "tokens": args.tokens, "interval": args.interval,
+            "steady_seconds": args.steady_seconds, "after_seconds": args.after_seconds, "machine_check": problems,
+            "runs": runs}
+    write_report("rollout", data, rollout_bench.markdown(data))
+
+
 def main():
     top = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="benchmark", required=True)
@@ -664,6 +726,16 @@ def main():
     p.add_argument("--seconds", type=int, default=5, help="per measurement")
     p.add_argument("--force", action="store_true", help="measure even when the machine is busy (recorded)")
     p.set_defaults(func=cores)
+    p = sub.add_parser("rollout")
+    p.add_argument("--repeats", type=int, default=1, help="rounds of the three variants")
+    p.add_argument("--tokens", type=int, default=32)
+    p.add_argument("--interval", type=float, default=1.0, help="seconds between request starts (open loop)")
+    p.add_argument("--steady-seconds", type=int, default=30)
+    p.add_argument("--after-seconds", type=int, default=15)
+    p.add_argument("--keep", action="store_true", help="leave the VMs running")
+    p.add_argument("--reuse", action="store_true", help="use the VMs a --keep run left running")
+    p.add_argument("--force", action="store_true", help="measure even when the machine is busy (recorded)")
+    p.set_defaults(func=rollout)
     args = top.parse_args()
     args.func(args)
 

@@ -16,6 +16,10 @@ REPO = Path(__file__).resolve().parents[2]
 DASHBOARD = json.loads((REPO / "files" / "grafana" / "cpuinfer-dashboard.json").read_text())
 PROMTOOL = REPO / ".build" / "tools" / "promtool"
 PROMQL_FUNCTIONS = {"rate", "increase", "deriv", "histogram_quantile", "sum", "by", "le", "Inf"}
+# HAProxy 2.6's own exporter (role frontdoor, frontdoor_metrics_port): not ours to emit, so named here;
+# molecule observability scrapes a real front door and checks every query that reads them answers.
+FRONT_DOOR_METRICS = {"haproxy_backend_current_queue", "haproxy_backend_queue_time_average_seconds",
+                      "haproxy_server_current_sessions", "haproxy_backend_active_servers", "haproxy_server_status"}
 
 
 def targets():
@@ -76,7 +80,7 @@ def test_queries_use_only_emitted_metrics(tmp_path):
         without_strings = re.sub(r'"[^"]*"', '""', target["expr"])
         without_labels = re.sub(r"\{[^}]*\}|\[[^\]]*\]|by \([^)]*\)", " ", without_strings)
         for name in re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*", without_labels):
-            assert name in emitted or name in PROMQL_FUNCTIONS, "%s in %s" % (name, target["expr"])
+            assert name in emitted or name in PROMQL_FUNCTIONS or name in FRONT_DOOR_METRICS, "%s in %s" % (name, target["expr"])
 
 
 @pytest.mark.skipif(not PROMTOOL.exists(), reason="scripts/bootstrap puts promtool in .build/tools")

@@ -1,0 +1,94 @@
+"""The rollout benchmark's variants, what each request saw, and the report (benchmarks/run rollout).
+
+A steady open-loop load of streamed completions (benchmarks/rollout/load.py) runs through one address
+while playbooks/canary.yml rolls out a change that restarts every instance. The variants run on the same
+VMs, one after the other:
+  no front door       - the clients talk to one host's instance directly; no drain (nothing to drain in);
+  front door, no drain - the clients talk to the front door; llama_server_frontdoor_hosts is empty, so the
+                         restarts do not drain (the front door only notices through its /health checks);
+  front door, drain    - the default: each restart drains the instance on the front door first.
+Every variant's instances also have the stop that waits for requests in flight (ExecStop), as shipped.
+"""
+
+VARIANTS = (
+    {"name": "no front door", "address": "instance", "drain": False},
+    {"name": "front door, no drain", "address": "frontdoor", "drain": False},
+    {"name": "front door, drain", "address": "frontdoor", "drain": True},
+)
+
+
+def extra_vars(variant, weight):
+    """The rollout's extra vars: the change (every unit's CPUWeight) and, without drain, no front doors."""
+    values = {"bench_cpu_weight": weight}
+    if not variant["drain"]:
+        values["llama_server_frontdoor_hosts"] = []
+    return values
+
+
+def ratio(rollout, steady):
+    if rollout is None or not steady:
+        return None
+    return round(rollout / steady, 2)
+
+
+def row(run):
+    summary = run["summary"]
+    steady, during = summary.get("ttft_p99_s_steady"), summary.get("ttft_p99_s_rollout")
+    return {"variant": run["variant"], "repeat": run["repeat"], "sent": summary["sent"],
+            "completed": summary["completed"], "failed": summary["failed"], "truncated": summary["truncated"],
+            "ttft_p99_steady_s": steady, "ttft_p99_rollout_s": during, "ttft_ratio": ratio(during, steady),
+            "rollout_seconds": run["rollout_seconds"]}
+
+
+def goal(rows):
+    """Drain's goal: no request failed or truncated, p99 TTFT during the rollout within 2x steady."""
+    drained = [r for r in rows if r["variant"] == "front door, drain"]
+    if not drained:
+        return None
+    return all(r["failed"] == 0 and r["truncated"] == 0 and r["ttft_ratio"] is not None and r["ttft_ratio"] <= 2.0
+               for r in drained)
+
+
+def _seconds(value):
+    return "-" if value is None else "%.2f" % value
+
+
+def markdown(data):
+    rows = [row(run) for run in data["runs"]]
+    lines = [
+        "# Rollout under load: what clients see",
+        "",
+        "`%s` on %s, commit %s. Two lab VMs of one vCPU (software emulation), one instance of the generated "
+        "llama-tiny model with 2 slots each; the front door (HAProxy) on bench-roll-1. Load: a streamed "
+        "completion of %d tokens (`ignore_eos`) every %.1f s through the `openai` client, open loop; %d s steady, "
+        "then `playbooks/canary.yml` restarts every instance, then %d s more. A request is *completed* when its "
+        "stream ends with finish_reason `length`, *truncated* when it ends cleanly before, *failed* when the "
+        "client raised." % (data["environment"]["command"], data["environment"]["date"], data["environment"]["commit"],
+                            data["tokens"], data["interval"], data["steady_seconds"], data["after_seconds"]),
+        "",
+        "| variant | repeat | sent | completed | failed | truncated | p99 TTFT steady | p99 TTFT rollout | ratio | rollout s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append("| %s | %d | %d | %d | %d | %d | %s | %s | %s | %d |" % (
+            r["variant"], r["repeat"], r["sent"], r["completed"], r["failed"], r["truncated"],
+            _seconds(r["ttft_p99_steady_s"]), _seconds(r["ttft_p99_rollout_s"]),
+            "-" if r["ttft_ratio"] is None else "%.2f" % r["ttft_ratio"], r["rollout_seconds"]))
+    verdict = goal(rows)
+    lines += ["", "Goal (front door with drain: 0 failed, 0 truncated, p99 TTFT during the rollout <= 2x steady): %s."
+              % {True: "met", False: "not met", None: "not measured"}[verdict], ""]
+    failures = [(run["variant"], request) for run in data["runs"] for request in run["requests"]
+                if request["outcome"] != "completed"]
+    if failures:
+        lines += ["Requests that did not complete (first 12):", ""]
+        for variant, request in failures[:12]:
+            lines.append("- %s, request %d (%s): %s%s" % (variant, request["index"], request["phase"], request["outcome"],
+                                                          ", " + request["error"] if request["error"] else ""))
+        lines.append("")
+    lines += ["What emulation can and cannot show: the counts of failed and truncated requests depend on the order "
+              "of drain, stop and checks, not on speed, so they carry to real hosts; times to first token under "
+              "TCG are tens of times a real host's, and their ratio mixes the queueing the rollout causes with the "
+              "emulator's own noise on a 2-core machine.", ""]
+    if data.get("machine_check"):
+        lines += ["Machine check before measuring: %s" % "; ".join(data["machine_check"]), ""]
+    return "\n".join(lines)
