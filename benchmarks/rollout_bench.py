@@ -71,7 +71,7 @@ def markdown(data):
     ]
     for r in rows:
         lines.append("| %s | %d | %d | %d | %d | %d | %s | %s | %s | %d |" % (
-            r["variant"], r["repeat"], r["sent"], r["completed"], r["failed"], r["truncated"],
+            r["variant"], r["repeat"] + 1, r["sent"], r["completed"], r["failed"], r["truncated"],
             _seconds(r["ttft_p99_steady_s"]), _seconds(r["ttft_p99_rollout_s"]),
             "-" if r["ttft_ratio"] is None else "%.2f" % r["ttft_ratio"], r["rollout_seconds"]))
     verdict = goal(rows)

@@ -31,6 +31,6 @@ def test_the_report_has_a_row_per_run_and_names_the_lost_requests():
             "interval": 1.0, "steady_seconds": 30, "after_seconds": 15, "machine_check": [],
             "runs": [_run("no front door", failed=2), _run("front door, drain")]}
     text = rollout_bench.markdown(data)
-    assert "| no front door | 0 | 10 | 8 | 2 | 0 | 1.00 | 1.50 | 1.50 | 200 |" in text
+    assert "| no front door | 1 | 10 | 8 | 2 | 0 | 1.00 | 1.50 | 1.50 | 200 |" in text
     assert "Goal (front door with drain" in text and ": met." in text
     assert "- no front door, request 0 (rollout): failed, APIConnectionError: x" in text
