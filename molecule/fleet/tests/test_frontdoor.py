@@ -4,6 +4,7 @@ load the rollout ran under, and an instance's own stop waiting for its requests.
 import concurrent.futures
 import json
 import os
+import shlex
 import threading
 import time
 
@@ -54,6 +55,12 @@ def test_the_rollout_under_load_lost_no_request(host):
     assert summary["completed"] == summary["sent"]
 
 
+def _finish(chunks):
+    """The stream's finish reason (a trailing chunk may carry no choice)."""
+    reasons = [chunk.choices[0].finish_reason for chunk in chunks if chunk.choices and chunk.choices[0].finish_reason]
+    return reasons[-1] if reasons else None
+
+
 def test_openai_client_through_the_front_door_chat_completions_and_a_wrong_key(host):
     _only(host, "mol-fleet-1")
     client = openai.OpenAI(base_url=_frontdoor(), api_key=API_KEY, timeout=300, max_retries=0)
@@ -62,7 +69,7 @@ def test_openai_client_through_the_front_door_chat_completions_and_a_wrong_key(h
     assert reply.usage.completion_tokens >= 1
     chunks = list(client.completions.create(model="tiny-llama", prompt="Once", max_tokens=8, stream=True,
                                             extra_body={"ignore_eos": True}))
-    assert chunks[-1].choices[0].finish_reason == "length"
+    assert _finish(chunks) == "length"
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=_frontdoor(), api_key="wrong-key", max_retries=0).completions.create(
             model="tiny-llama", prompt="Hi", max_tokens=1)
@@ -70,38 +77,29 @@ def test_openai_client_through_the_front_door_chat_completions_and_a_wrong_key(h
 
 def _stream(index):
     client = openai.OpenAI(base_url=_frontdoor(), api_key=API_KEY, timeout=600, max_retries=0)
-    finish = None
-    for chunk in client.chat.completions.create(model="tiny-llama", messages=[{"role": "user", "content": "Stream %d" % index}],
-                                                max_tokens=16, stream=True, extra_body={"ignore_eos": True}):
-        if chunk.choices and chunk.choices[0].finish_reason:
-            finish = chunk.choices[0].finish_reason
-    return finish
+    return _finish(list(client.chat.completions.create(
+        model="tiny-llama", messages=[{"role": "user", "content": "Stream %d" % index}], max_tokens=48, stream=True,
+        extra_body={"ignore_eos": True})))
+
+
+def _runtime_api(host, command):
+    with host.sudo():
+        return host.check_output("echo %s | socat -t 5 stdio unix-connect:/run/haproxy/admin.sock" % shlex.quote(command))
 
 
 def test_streams_beyond_the_slots_queue_at_the_front_door_and_all_complete(host):
     _only(host, "mol-fleet-1")
-    # three servers of one slot each: six streams at once, three wait in HAProxy's queue
-    queued = []
-
-    def watch(stop):
-        while not stop.is_set():
-            with host.sudo():
-                stat = host.check_output("echo 'show stat' | socat -t 5 stdio unix-connect:/run/haproxy/admin.sock")
-            backend = [line.split(",") for line in stat.splitlines() if line.startswith("tiny-llama,BACKEND,")]
-            queued.append(int(backend[0][2] or 0))
-            time.sleep(0.5)
-
-    stop = threading.Event()
-    watcher = threading.Thread(target=watch, args=(stop,))
-    watcher.start()
-    try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=6) as pool:
-            finishes = list(pool.map(_stream, range(6)))
-    finally:
-        stop.set()
-        watcher.join()
+    # three servers of one slot each: six streams at once, three wait in HAProxy's queue. The backend's
+    # qmax (most requests queued at once) is read after them, from zero: `clear counters` resets the maxima.
+    _runtime_api(host, "clear counters")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=6) as pool:
+        finishes = list(pool.map(_stream, range(6)))
     assert finishes == ["length"] * 6
-    assert max(queued) >= 1, queued
+    stat = _runtime_api(host, "show stat").splitlines()
+    header = stat[0][2:].split(",")
+    backend = dict(zip(header, next(line for line in stat if line.startswith("tiny-llama,BACKEND,")).split(",")))
+    print("backend after six streams over three slots: qmax %s, smax %s" % (backend["qmax"], backend["smax"]))
+    assert int(backend["qmax"]) >= 1 and int(backend["smax"]) == 6
 
 
 def test_haproxys_own_metrics_answer(host):
@@ -115,23 +113,25 @@ def test_a_stop_without_front_door_waits_for_the_stream_it_serves(host):
     _only(host, "mol-fleet-2")
     client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % _forwarded("mol-fleet-2", 8082), api_key=API_KEY,
                            timeout=600, max_retries=0)
-    finishes = []
+    seen = {}
 
     def stream():
-        for chunk in client.completions.create(model="tiny-llama", prompt="A long answer:", max_tokens=96, stream=True,
-                                               extra_body={"ignore_eos": True}):
-            if chunk.choices and chunk.choices[0].finish_reason:
-                finishes.append(chunk.choices[0].finish_reason)
+        seen["finish"] = _finish(list(client.completions.create(
+            model="tiny-llama", prompt="A long answer:", max_tokens=240, stream=True, extra_body={"ignore_eos": True})))
+        seen["ended"] = time.monotonic()
 
     reader = threading.Thread(target=stream)
     reader.start()
-    time.sleep(3)  # the stream runs
+    time.sleep(1)  # the stream runs
     with host.sudo():
-        started = time.monotonic()
+        asked = time.monotonic()
         host.check_output("systemctl restart cpuinfer-llama-tiny-llama-node1.service")
-        waited = time.monotonic() - started
-        log = host.check_output("journalctl -u cpuinfer-llama-tiny-llama-node1.service -n 30 --no-pager -o cat")
+        restarted = time.monotonic()
+        log = host.check_output("journalctl -u cpuinfer-llama-tiny-llama-node1.service -n 40 --no-pager -o cat")
     reader.join()
-    print("restart waited %.1f s for the stream" % waited)
-    assert finishes == ["length"], finishes
+    print("restart asked at +0, stream ended at +%.1f s, restart returned at +%.1f s"
+          % (seen["ended"] - asked, restarted - asked))
+    assert seen["finish"] == "length", seen
     assert "no request in flight: stopping" in log
+    # the stream was still running when the restart was asked, and the stop waited for it
+    assert asked < seen["ended"] <= restarted, seen
