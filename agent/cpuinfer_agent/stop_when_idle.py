@@ -19,8 +19,6 @@ import time
 import urllib.error
 import urllib.request
 
-from prometheus_client.parser import text_string_to_metric_families
-
 POLL_SECONDS = 0.5
 BUSY_METRICS = ("llamacpp:requests_processing", "llamacpp:requests_deferred")
 
@@ -45,6 +43,9 @@ def requests_held(port, key, timeout=5):
             text = response.read().decode("utf-8", "replace")
     except (urllib.error.URLError, OSError, ValueError):
         return None
+    # imported only for a server that answered: after a crash (systemd runs ExecStop then too) the stop
+    # returns at once, and the parser's import costs a second or more under software emulation
+    from prometheus_client.parser import text_string_to_metric_families
     held = 0.0
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
