@@ -621,8 +621,11 @@ def lab_forwarded(vm_name, guest_port):
 
 def rollout_variant(variant, repeat, weight, inventory, args):
     """One rollout of every instance under the load, through the variant's address; what each request saw."""
-    url = ("http://127.0.0.1:%d/v1" % (lab_forwarded("bench-roll-1", 9081) if variant["address"] == "frontdoor"
-                                        else lab_forwarded("bench-roll-2", 8081)))
+    if variant["address"] == "frontdoor":
+        port = lab_forwarded("bench-roll-1", 9081)
+    else:
+        port = lab_forwarded("bench-roll-2", 8081)
+    url = "http://127.0.0.1:%d/v1" % port
     scratch = REPO / ".build" / "bench-rollout"
     scratch.mkdir(parents=True, exist_ok=True)
     stop, phase = scratch / "stop", scratch / "phase"
