@@ -1,6 +1,6 @@
-"""After the rollout that regressed the canary: the canary went back to release one and serves; the
-host the rollout never reached still runs release one, untouched. Both run one instance per NUMA
-node of their inference CPUs from the same profile."""
+"""After the rollout that regressed the canary: the canary went back to the release before and serves; the
+host that rollout never reached still runs the release of the rollout under load before it, untouched. Both
+run one instance per NUMA node of their inference CPUs from the same profile."""
 
 import json
 import shlex
@@ -60,11 +60,11 @@ def test_the_canary_went_back_and_serves_at_a_rate(host):
     assert timings["predicted_n"] == 8 and timings["predicted_per_second"] > 0.05
 
 
-def test_the_host_not_reached_kept_release_one_untouched(host):
+def test_the_host_the_bad_rollout_did_not_reach_kept_its_release_untouched(host):
     if host.backend.get_hostname() != "mol-fleet-2":
-        pytest.skip("the host the rollout did not reach")
+        pytest.skip("the host the bad rollout did not reach")
     record = _record(host)
-    # one release recorded by site.yml, never a second one and never a rollback
-    assert record["previous"] is None and record["rolled_back_from"] is None
-    assert not any(_quota_lines(state["content"]) for path, state in record["current"].items()
-                   if path.endswith(".service"))
+    # site.yml's release, then the rollout under load's (CPUWeight 90); the bad one never came, no rollback
+    assert record["previous"] is not None and record["rolled_back_from"] is None
+    units = {path: state["content"] for path, state in record["current"].items() if path.endswith(".service")}
+    assert units and all("CPUWeight=90" in content and not _quota_lines(content) for content in units.values())
