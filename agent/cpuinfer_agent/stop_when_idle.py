@@ -1,15 +1,20 @@
 """Hold a llama-server instance's stop until the requests it serves have finished.
 
-Usage: cpuinfer-stop-when-idle PORT TIMEOUT_SECONDS MAINPID   (the unit's ExecStop)
+Usage: cpuinfer-stop-when-idle PORT TIMEOUT_SECONDS MAINPID [API_KEY_FILE]   (the unit's ExecStop)
 
 llama-server does not drain: SIGTERM ends its loop after the current batch and closes every stream
 cleanly, so a client reading a stream gets a shorter answer and no error. This waits, polling the
-engine's own /metrics (llamacpp:requests_processing and llamacpp:requests_deferred, the API key from
-the unit's credential), until both are 0 on two polls in a row; systemd's SIGTERM then stops a server
+engine's own /metrics (llamacpp:requests_processing and llamacpp:requests_deferred), until both are 0
+on two polls in a row; systemd's SIGTERM then stops a server
 that holds no request. When TIMEOUT_SECONDS pass with requests still running it kills the server
 (SIGKILL): those clients' streams break with an error instead of ending early as if complete. A server
 that no longer answers is taken as idle. Without a front door new requests still arrive while it
 waits; one that arrives in the last poll interval before the SIGTERM is the window left.
+
+The key is read from the file the unit loads as its credential, so the unit runs this as root
+(`ExecStop=+`): systemd 252 (Debian 12) gives an ExecStop of a DynamicUser service no access to the
+unit's $CREDENTIALS_DIRECTORY (permission denied as the service's user; not mounted for `+`). An engine
+that answers but refuses the key is reported and not waited for: nothing can tell whether it is idle.
 """
 
 import os
@@ -23,15 +28,13 @@ POLL_SECONDS = 0.5
 BUSY_METRICS = ("llamacpp:requests_processing", "llamacpp:requests_deferred")
 
 
-def api_key():
-    directory = os.environ.get("CREDENTIALS_DIRECTORY")
-    if not directory:
-        return ""
-    try:
-        with open(os.path.join(directory, "api-key"), encoding="utf-8") as handle:
-            return handle.read().strip()
-    except OSError:
-        return ""
+class Refused(Exception):
+    """The engine answered /metrics with an HTTP error (a wrong key, metrics off)."""
+
+
+def read_key(path):
+    with open(path, encoding="utf-8") as handle:
+        return handle.read().strip()
 
 
 def requests_held(port, key, timeout=5):
@@ -41,6 +44,8 @@ def requests_held(port, key, timeout=5):
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             text = response.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as error:
+        raise Refused("HTTP %d" % error.code) from error
     except (urllib.error.URLError, OSError, ValueError):
         return None
     # imported only for a server that answered: after a crash (systemd runs ExecStop then too) the stop
@@ -56,7 +61,7 @@ def requests_held(port, key, timeout=5):
 
 def wait_idle(port, timeout, key="", poll=POLL_SECONDS, clock=time.monotonic, sleep=time.sleep):
     """'idle' once two polls in a row find nothing held, 'gone' when the engine does not answer,
-    'timeout' when requests still run at the deadline."""
+    'timeout' when requests still run at the deadline; Refused when it answers with an HTTP error."""
     deadline = clock() + timeout
     idle_polls = 0
     while True:
@@ -73,11 +78,16 @@ def wait_idle(port, timeout, key="", poll=POLL_SECONDS, clock=time.monotonic, sl
 
 def main(argv=None, kill=os.kill):
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 3:
-        sys.stderr.write("usage: cpuinfer-stop-when-idle PORT TIMEOUT_SECONDS MAINPID\n")
+    if len(args) not in (3, 4):
+        sys.stderr.write("usage: cpuinfer-stop-when-idle PORT TIMEOUT_SECONDS MAINPID [API_KEY_FILE]\n")
         return 2
     port, timeout, pid = int(args[0]), float(args[1]), int(args[2] or 0)
-    outcome = wait_idle(port, timeout, api_key())
+    try:
+        outcome = wait_idle(port, timeout, read_key(args[3]) if len(args) == 4 else "")
+    except (OSError, Refused) as error:
+        # the stop goes on (systemd's SIGTERM follows): said loudly, since streams may end early
+        sys.stderr.write("cannot tell whether the engine is idle (%s): stopping without waiting\n" % error)
+        return 1
     if outcome == "timeout" and pid > 0:
         sys.stderr.write("requests still running after %gs: killing the server so their streams fail "
                          "instead of ending early\n" % timeout)

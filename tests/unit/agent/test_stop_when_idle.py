@@ -3,6 +3,8 @@
 import http.server
 import signal
 
+import pytest
+
 from cpuinfer_agent import stop_when_idle
 
 METRICS = ("# HELP llamacpp:requests_processing Number of requests processing.\n"
@@ -66,12 +68,28 @@ def test_requests_still_running_at_the_deadline_time_out(serve):
     assert clock.now == 3.0
 
 
-def test_the_key_from_the_units_credential_is_sent(serve, tmp_path, monkeypatch):
-    (tmp_path / "api-key").write_text("secret-key\n")
-    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(tmp_path))
+def test_the_key_from_the_units_key_file_is_sent(serve, tmp_path, capsys):
+    key_file = tmp_path / "tiny.key"
+    key_file.write_text("secret-key\n")
     port = serve(engine([(0, 0)], key="secret-key"))
-    assert stop_when_idle.requests_held(port, stop_when_idle.api_key()) == 0
-    assert stop_when_idle.requests_held(port, "wrong") is None
+    assert stop_when_idle.main([str(port), "5", "0", str(key_file)]) == 0
+    assert "no request in flight" in capsys.readouterr().err
+
+
+def test_an_engine_that_refuses_the_key_is_reported_not_taken_as_idle(serve, tmp_path, capsys):
+    key_file = tmp_path / "tiny.key"
+    key_file.write_text("wrong")
+    port = serve(engine([(1, 0)], key="secret-key"))
+    with pytest.raises(stop_when_idle.Refused):
+        stop_when_idle.requests_held(port, "wrong")
+    assert stop_when_idle.main([str(port), "5", "0", str(key_file)]) == 1
+    assert "cannot tell whether the engine is idle (HTTP 401)" in capsys.readouterr().err
+
+
+def test_a_key_file_it_cannot_read_is_reported(serve, tmp_path, capsys):
+    port = serve(engine([(0, 0)]))
+    assert stop_when_idle.main([str(port), "5", "0", str(tmp_path / "missing.key")]) == 1
+    assert "cannot tell whether the engine is idle" in capsys.readouterr().err
 
 
 def test_an_engine_that_does_not_answer_is_gone():
