@@ -10,7 +10,7 @@ import os
 from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_signed_decimal
 from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import (
-    knob_exists, knob_path, make_knob_directory, read_knob, remove_knob_directory)
+    knob_exists, knob_path, make_knob_directory, read_knob, remove_knob_directory, write_knob)
 
 __metaclass__ = type
 
@@ -106,6 +106,17 @@ def make_group(root, group):
 
 def remove_group(root, group):
     remove_knob_directory(root, group_relative(group), CgroupError, group)
+
+
+def keep_idle(root, group):
+    """cpu.idle = 1 on a group (SCHED_IDLE against its siblings; kernel 5.15+), written only when it
+    differs. False when the group or the kernel has no cpu.idle."""
+    relative = file_relative(group, "cpu.idle")
+    if not knob_exists(root, relative):
+        return False
+    if read_knob(root, relative).strip() != "1":
+        write_knob(root, relative, "1")
+    return True
 
 
 def is_delegated(root, group):

@@ -27,23 +27,20 @@ def targets():
 
 
 def emitted_names(tmp_path):
-    """Family names (and histogram series) that the exporter and the governor write."""
+    """Family names (and histogram series) that the exporter and the SLO controller write."""
     names = set()
     engine = _metrics.engine_families({}, "u.service", (REPO / "tests" / "unit" / "data" / "llama_server_metrics.txt").read_text())
     for family in _metrics.UnitMetrics().families() + _metrics.LatencyHistogram().families() + list(engine.values()):
         names.add(family.full_name)
         if family.kind == "histogram":
             names.update(family.full_name + suffix for suffix in ("_bucket", "_sum", "_count"))
-    governor = importlib.import_module("cpuinfer_agent.slo_governor")
-
-    class Systemd:
-        unit = "u.service"
-
-        def quota(self):
-            return 50
-    instance = governor.Governor({"window_gaps": 2, "quota_max_percent": 100, "slo_p99_ms": 1}, Systemd())
-    instance.last_p99 = 1.0
-    names.update(re.findall(r"^# TYPE (\S+)", instance.prometheus_text(), re.M))
+    controller = importlib.import_module("cpuinfer_agent.slo_controller")
+    config = {"slice": "be.slice", "instances": [{"name": "u", "unit": "u.service", "port": 1, "slo_p99_ms": 1}],
+              "min_percent": 20, "step_percent": 20, "base_cpus": "0", "lendable_cores": [], "psi_some_max": 40,
+              "min_interval_seconds": 0, "dry_run": True}
+    instance = controller.Controller(config, None)
+    instance.last.update(ratio=1.0, psi=1.0, p99_ms={"u": 1.0})
+    names.update(re.findall(r"^# TYPE (\S+)", controller.unit_metrics.render(instance.families()), re.M))
     return names
 
 

@@ -189,7 +189,7 @@ def dashboard_queries():
 
 def test_every_dashboard_query_answers(prometheus):
     wait_for(prometheus, "count_over_time(cpuinfer_unit_cpu_usage_seconds_total[1m]) >= 3")
-    wait_for(prometheus, "cpuinfer_slo_governor_cpu_quota_ratio")
+    wait_for(prometheus, "cpuinfer_slo_controller_lc_p99_seconds")
     lines, silent = [], []
     for title, expr in dashboard_queries():
         count = len(query(prometheus, expr))

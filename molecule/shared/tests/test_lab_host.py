@@ -62,7 +62,7 @@ def test_host_facts_match_the_guest(host):
         assert facts["llama_build_class"] == "x86-avx2"
 
 
-AGENT_UNITS = ("cpuinfer-irq-affinity.service", "cpuinfer-metrics.service", "cpuinfer-slo-governor@*.service")
+AGENT_UNITS = ("cpuinfer-irq-affinity.service", "cpuinfer-metrics.service", "cpuinfer-slo-controller.service")
 
 
 def agent_daemons(host):

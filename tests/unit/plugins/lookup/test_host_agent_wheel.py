@@ -11,8 +11,8 @@ import pytest
 from ansible_collections.cpuinfer.llm.plugins.lookup import host_agent_wheel as lookup
 
 REPO = Path(__file__).resolve().parents[4]
-PROGRAMS = ["cpuinfer-irq-keeper", "cpuinfer-metrics", "cpuinfer-ready-report", "cpuinfer-slo-governor",
-            "cpuinfer-stream-probe", "cpuinfer-wait-ready"]
+PROGRAMS = ["cpuinfer-irq-keeper", "cpuinfer-keep-idle", "cpuinfer-metrics", "cpuinfer-ready-report",
+            "cpuinfer-slo-controller", "cpuinfer-stop-when-idle", "cpuinfer-stream-probe", "cpuinfer-wait-ready"]
 
 
 @pytest.fixture
@@ -90,7 +90,7 @@ def test_an_import_the_collection_cannot_satisfy_is_named(tmp_path, sources):
 def test_installed_alone_every_program_imports_from_its_own_venv(agent_venv):
     for program in PROGRAMS:
         assert (agent_venv / "bin" / program).exists(), program
-    modules = "metrics slo_governor irq_keeper stream_probe wait_ready ready_report unit_metrics".split()
+    modules = "metrics slo_controller slo_rule keep_idle stop_when_idle irq_keeper stream_probe wait_ready ready_report unit_metrics".split()
     # -I: no user site, no PYTHONPATH, no current directory: only the venv's own packages
     check = subprocess.run([str(agent_venv / "bin" / "python"), "-I", "-c",
                             "import importlib, sys; [importlib.import_module('cpuinfer_agent.' + m) for m in sys.argv[1:]];"

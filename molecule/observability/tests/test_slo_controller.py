@@ -1,0 +1,136 @@
+"""The SLO controller on a real host: best-effort work grows while the service has slack, is cut when
+a client load makes the service's probes wait, the service itself never gets a quota, and best-effort
+work falls back to its safe minimum when the controller stops and when it is killed."""
+
+import json
+import shlex
+import time
+
+from test_observability import LLAMA, _agent_entry_point, _keep
+
+UNIT = "cpuinfer-slo-controller.service"
+SLICE = "cpuinfer-besteffort.slice"
+LOG = "/var/log/cpuinfer/slo-controller.jsonl"
+PROM = "/var/lib/prometheus/node-exporter/cpuinfer-slo-controller.prom"
+SAFE = ("200ms", "0")  # CPUQuota 20 % on the housekeeping CPU
+
+
+def _show(host, unit, *properties):
+    argv = " ".join("--property=%s" % p for p in properties)
+    with host.sudo():
+        out = host.check_output("systemctl show %s %s" % (argv, unit))
+    return dict(line.split("=", 1) for line in out.splitlines())
+
+
+def _be(host):
+    shown = _show(host, SLICE, "CPUQuotaPerSecUSec", "AllowedCPUs")
+    return shown["CPUQuotaPerSecUSec"], shown["AllowedCPUs"]
+
+
+def _decisions(host):
+    with host.sudo():
+        text = host.file(LOG).content_string if host.file(LOG).exists else ""
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def _wait(what, check, seconds):
+    deadline = time.monotonic() + seconds
+    while True:
+        found = check()
+        if found:
+            return found
+        assert time.monotonic() < deadline, "gave up waiting for " + what
+        time.sleep(1)
+
+
+def _lc_quota(host):
+    return _show(host, LLAMA, "CPUQuotaPerSecUSec")["CPUQuotaPerSecUSec"]
+
+
+def _client_load(host, seconds):
+    """Long streams one after another on the instance (one slot): the controller's probes wait for
+    their first token behind them. Run on the host, so the load does not depend on forwarding."""
+    script = ("import json,time,urllib.request\n"
+              "key=open('/etc/cpuinfer/llama-server/tiny-llama.key').read().strip()\n"
+              "end=time.time()+%d\n"
+              "while time.time()<end:\n"
+              " r=urllib.request.Request('http://127.0.0.1:8081/v1/completions',data=json.dumps({'prompt':'Tell a story:',"
+              "'max_tokens':200,'stream':True,'ignore_eos':True}).encode(),headers={'Authorization':'Bearer '+key,"
+              "'Content-Type':'application/json'})\n"
+              " urllib.request.urlopen(r,timeout=120).read()\n" % seconds)
+    with host.sudo():
+        host.check_output("systemd-run --unit cpuinfer-client-load --collect python3 -c %s" % shlex.quote(script))
+
+
+def test_the_controller_runs_the_agent_with_a_watchdog(host):
+    shown = _show(host, UNIT, "MainPID", "WatchdogUSec", "Type", "ActiveState")
+    assert shown["ActiveState"] == "active" and shown["Type"] == "notify" and shown["WatchdogUSec"] != "0"
+    with host.sudo():
+        argv = host.file("/proc/%s/cmdline" % shown["MainPID"]).content_string.split("\0")
+    assert _agent_entry_point(argv) == "cpuinfer-slo-controller", argv
+
+
+def test_the_best_effort_slice_runs_idle_on_the_housekeeping_cpu(host):
+    with host.sudo():
+        idle = host.file("/sys/fs/cgroup/cpuinfer.slice/%s/cpu.idle" % SLICE).content_string.strip()
+        demo = host.check_output("systemctl show --property=ControlGroup --value cpuinfer-besteffort-demo.service")
+    assert idle == "1"
+    assert demo.startswith("/cpuinfer.slice/%s/" % SLICE)
+    assert _show(host, SLICE, "CPUWeight")["CPUWeight"] == "1"
+
+
+def test_best_effort_grows_with_slack_is_cut_under_load_and_the_service_is_never_throttled(host):
+    lc_quota_before = _lc_quota(host)
+    assert lc_quota_before == "infinity"
+    # calm: the controller grows best-effort work to its CPU, then lends it the inference core
+    _wait("a core lent to best-effort work", lambda: _be(host)[1] == "0-1", 180)
+    grown = _be(host)
+    assert grown[0] not in ("200ms", "infinity"), grown
+    assert _lc_quota(host) == "infinity"
+    # busy: clients' long streams make the probes wait for their first token, past the objective
+    calm = len(_decisions(host))
+    _client_load(host, 45)
+    try:
+        cut = _wait("a cut under load", lambda: [d for d in _decisions(host)[calm:] if d["action"] == "cut"], 90)
+        during = _be(host)
+        lc_quota_during = _lc_quota(host)
+    finally:
+        with host.sudo():
+            host.run("systemctl stop cpuinfer-client-load.service")
+    print("cut:", cut[0]["reason"], "; best-effort now", during)
+    assert during[1] == "0", during  # the lent core came back
+    assert lc_quota_during == "infinity"
+    assert "x SLO" in cut[0]["reason"] and cut[0]["after"]["lent_cores"] == 0
+    records = _decisions(host)
+    _keep("slo-controller.jsonl", "".join(json.dumps(r) + "\n" for r in records))
+    assert {"grow", "cut"} <= {r["action"] for r in records}
+    with host.sudo():
+        prom = host.file(PROM).content_string
+    assert 'cpuinfer_slo_controller_decisions_total{action="cut",slice="%s"}' % SLICE in prom
+    assert "cpuinfer_slo_controller_be_cpu_quota_ratio" in prom
+
+
+def test_a_stopped_controller_leaves_best_effort_at_its_safe_minimum(host):
+    _wait("growth before the stop", lambda: _be(host) != SAFE, 120)
+    with host.sudo():
+        host.check_output("systemctl stop %s" % UNIT)
+    try:
+        assert _be(host) == SAFE
+        with host.sudo():
+            cpu_max = host.file("/sys/fs/cgroup/cpuinfer.slice/%s/cpu.max" % SLICE).content_string.split()
+        assert cpu_max[0] == "20000", cpu_max
+    finally:
+        with host.sudo():
+            host.check_output("systemctl start %s" % UNIT)
+
+
+def test_a_killed_controller_leaves_best_effort_at_its_safe_minimum(host):
+    _wait("growth before the kill", lambda: _be(host) != SAFE, 120)
+    with host.sudo():
+        host.check_output("systemctl kill --signal=SIGKILL %s" % UNIT)
+    # ExecStopPost restores before systemd restarts the controller (RestartSec=5s), which starts from it too
+    _wait("the safe minimum after SIGKILL", lambda: _be(host) == SAFE, 15)
+    with host.sudo():
+        journal = host.check_output("journalctl -u %s --no-pager -o cat -n 30" % UNIT)
+    assert "the controller stopped (ExecStopPost)" in journal
+    _wait("the controller back after the kill", lambda: _show(host, UNIT, "ActiveState")["ActiveState"] == "active", 60)
