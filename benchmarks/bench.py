@@ -5,7 +5,8 @@
   build      the role-built wheel vs a plain `pip install llama-cpp-python`, on this machine, against
              the memory-bandwidth bound of token generation
   converge   first converge vs re-converge, 1 host vs 3 hosts, wheel builds per run
-  governor   p99 per phase of a ramping neighbour, fixed CPU quota vs the SLO governor
+  slo        the service's latency windows and best-effort work done, shared vs static split vs the SLO
+             controller, under calm and busy client phases on a 2-vCPU lab VM
   concurrency  1/2/4/8 concurrent streaming clients, llama-server vs the Python server, on this machine
              natively and in a lab VM
   cores      whether this machine's CPUs slow each other down, below any VM (host_cores.py)
@@ -432,56 +433,86 @@ def converge_markdown(data):
     return "\n".join(lines)
 
 
-def governor(args):
-    # the guest alternates fixed and governed runs `repeats` times itself (benchmarks/governor/governor_runner.py)
+def slo(args):
+    # the guest interleaves shared, static and controller runs `repeats` times itself (benchmarks/slo/slo_runner.py)
     sizes = {"bench_phase_seconds": args.phase_seconds, "bench_repeats": args.repeats}
-    dummy_prepare, dummy_measure, raws, conditions = in_lab_vm("governor", sizes, args)
+    dummy_prepare, dummy_measure, raws, conditions = in_lab_vm("slo", sizes, args)
     raw = raws[0]
-    summary = {}
-    for run_ in raw["runs"]:
-        for phase in run_["phases"]:
-            entry = summary.setdefault(run_["mode"], {}).setdefault(
-                phase["phase"], {"gaps": [], "rates": [], "quota_end": [], "p99_per_repeat": []})
-            entry["gaps"].extend(phase["gaps_ms"])
-            entry["rates"].extend(phase["tokens_per_second"])
-            entry["quota_end"].append(phase["quota_seen"][-1] if phase["quota_seen"] else None)
-            entry["p99_per_repeat"].append(stats.percentile(phase["gaps_ms"], 0.99) / raw["slo_p99_ms"])
-    for phases in summary.values():
-        for entry in phases.values():
-            gaps = entry.pop("gaps")
-            entry["p50_ms"] = stats.percentile(gaps, 0.5)
-            entry["p99_ms"] = stats.percentile(gaps, 0.99)
-            entry["p99_over_slo"] = round(entry["p99_ms"] / raw["slo_p99_ms"], 2)
-            entry["p99_over_slo_across_repeats"] = stats.spread(entry.pop("p99_per_repeat"))
-            entry["tokens_per_second_median"] = round(statistics.median(entry.pop("rates")), 2)
     data = {"environment": environment(), "note": EMULATION_NOTE, "slo_p99_ms": raw["slo_p99_ms"],
-            "configured_quota_percent": raw["configured_quota_percent"], "phase_seconds": args.phase_seconds,
-            "repeats": args.repeats, "summary": summary, "conditions": conditions,
-            "decisions": [d for run_ in raw["runs"] for d in run_["decisions"]], "raw": raw}
-    write_report("governor", data, governor_markdown(data))
+            "calibration_p99_ms": raw["calibration_p99_ms"], "phases": raw["phases"],
+            "phase_seconds": raw["phase_seconds"], "repeats": args.repeats, "summary": slo_summary(raw),
+            "conditions": conditions, "raw": raw}
+    write_report("slo", data, slo_markdown(data))
 
 
-def governor_markdown(data):
+# The SLO controller's goal (issue 37): >= 99 % of 10-s windows within the SLO, and best-effort work
+# >= 2x the static split's
+SLO_GOAL = {"windows_within": 0.99, "be_over_static": 2.0}
+
+
+def slo_summary(raw):
+    """Per mode, across repeats: share of windows within the SLO, LC tokens/s, BE bogo-ops/s per
+    stressor, and BE work over the static split's of the same repeat."""
+    summary = {}
+    static = dict((run_["repeat"], run_["be_bogo_ops_per_second"]) for run_ in raw["runs"] if run_["mode"] == "static")
+    for mode in ("shared", "static", "controller"):
+        runs = [run_ for run_ in raw["runs"] if run_["mode"] == mode]
+        within = [sum(1 for p99 in run_["window_p99_ms"] if p99 <= raw["slo_p99_ms"]) / len(run_["window_p99_ms"])
+                  for run_ in runs]
+        entry = {"windows_within": stats.spread(within),
+                 "lc_tokens_per_second": stats.spread([run_["tokens"] / run_["seconds"] for run_ in runs]),
+                 "be_bogo_ops_per_second": {}, "be_over_static": {}}
+        for stressor in sorted(runs[0]["be_bogo_ops_per_second"]):
+            entry["be_bogo_ops_per_second"][stressor] = stats.spread(
+                [run_["be_bogo_ops_per_second"].get(stressor, 0.0) for run_ in runs])
+            base = [static[run_["repeat"]].get(stressor) for run_ in runs]
+            if all(base):
+                entry["be_over_static"][stressor] = stats.spread(
+                    [run_["be_bogo_ops_per_second"].get(stressor, 0.0) / b for run_, b in zip(runs, base)])
+        if mode == "controller":
+            entry["decisions"] = dict((action, sum(1 for run_ in runs for d in run_["decisions"] if d["action"] == action))
+                                      for action in ("grow", "cut", "hold", "safe"))
+        summary[mode] = entry
+    return summary
+
+
+def slo_markdown(data):
     env = data["environment"]
-    lines = ["# SLO governor under a ramping neighbour", "", data["note"], "",
+    phases = ", ".join("%s (%d client%s%s)" % (p["name"], p["clients"], "s" if p["clients"] > 1 else "",
+                                               ", %.0f s pause between streams" % p["pause_s"] if p["pause_s"] else "")
+                       for p in data["phases"])
+    lines = ["# SLO controller: best-effort work squeezed, the service left alone", "", data["note"], "",
              "Command: `%s` (%s, commit %s)." % (env["command"], env["date"], env["commit"]), "",
-             "2-vCPU VM, tuned placement (service on the inference CPU with CPUQuota=%d%%; the neighbour runs in "
-             "its own cgroup, sharing the quota: see benchmarks/governor/governor_runner.py). SLO = 1.1 x the calm p99 at that quota = %.1f ms. "
-             "Each phase %d s, %d repeats, fixed and governed runs alternating." % (
-                 data["configured_quota_percent"], data["slo_p99_ms"], data["phase_seconds"], data["repeats"]), "",
-             "| mode | phase | p50 ms | p99 ms | p99 / SLO | p99 / SLO per repeat [spread] | tokens/s | quota at phase end |",
-             "|---|---|---|---|---|---|---|---|"]
-    for mode, phases in data["summary"].items():
-        for phase, entry in phases.items():
-            across = entry.get("p99_over_slo_across_repeats")
-            per_repeat = "%s [%.2f]" % (" ".join("%.2f" % v for v in across["per_repeat"]),
-                                        across["relative_spread"]) if across else "-"
-            lines.append("| %s | %s | %s | %s | %.2f | %s | %.2f | %s |" % (
-                mode, phase, entry["p50_ms"], entry["p99_ms"], entry["p99_over_slo"], per_repeat,
-                entry["tokens_per_second_median"], " / ".join(str(q) for q in entry["quota_end"])))
+             "2-vCPU VM (benchmarks/slo/topology.json): the service (llama-bench, 2 slots) on the inference CPU, "
+             "best-effort work `stress-ng --cpu 2 --stream 1` beside it. Client load per mode: %s, %d s each. "
+             "SLO = 1.25 x the service's p99 inter-token gap alone under the busy load = %.1f ms (alone: %.1f ms). "
+             "Modes interleaved, %d repeats: shared (best-effort work in a slice of its own, default weight, every "
+             "CPU), static (host_tuning's best-effort slice: the housekeeping CPU, CPUWeight=1, cpu.idle, no quota), "
+             "controller (that slice moved by cpuinfer-slo-controller)." % (
+                 phases, data["phase_seconds"], data["slo_p99_ms"], data["calibration_p99_ms"], data["repeats"]), "",
+             "| mode | 10-s windows within SLO, median [per repeat] | LC tokens/s | BE cpu bogo-ops/s | BE stream bogo-ops/s | BE cpu / static | BE stream / static |",
+             "|---|---|---|---|---|---|---|"]
+
+    def figure(spread_, fmt="%.2f"):
+        if not spread_:
+            return "-"
+        return (fmt + " [%s]") % (spread_["median"], " ".join(fmt % v for v in spread_["per_repeat"]))
+    for mode, entry in data["summary"].items():
+        be, over = entry["be_bogo_ops_per_second"], entry["be_over_static"]
+        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            mode, figure(entry["windows_within"]), figure(entry["lc_tokens_per_second"], "%.1f"),
+            figure(be.get("cpu"), "%.1f"), figure(be.get("stream"), "%.1f"), figure(over.get("cpu")),
+            figure(over.get("stream"))))
+    controller = data["summary"]["controller"]
+    met_windows = controller["windows_within"]["median"] >= SLO_GOAL["windows_within"]
+    met_work = all(v["median"] >= SLO_GOAL["be_over_static"] for v in controller["be_over_static"].values()) \
+        and bool(controller["be_over_static"])
+    lines += ["", "Goal (controller: >= %d %% of windows within the SLO and best-effort work >= %.0fx the static "
+              "split's): windows %s, work %s." % (SLO_GOAL["windows_within"] * 100, SLO_GOAL["be_over_static"],
+                                                  "met" if met_windows else "not met", "met" if met_work else "not met"),
+              "", "Controller decisions over all repeats: %s." % ", ".join(
+                  "%s %d" % item for item in controller.get("decisions", {}).items())]
     lines += machine.conditions_markdown(data.get("conditions"))
-    lines += ["", "Governor decisions (before -> after, reason):", ""]
-    lines += ["- %s%% -> %s%%: %s" % (d["before_percent"], d["after_percent"], d["reason"]) for d in data["decisions"]]
     lines.append("")
     return "\n".join(lines)
 
@@ -698,12 +729,12 @@ def main():
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--force", action="store_true", help="measure even when the machine is busy (recorded)")
     p.set_defaults(func=build)
-    p = sub.add_parser("governor")
-    p.add_argument("--phase-seconds", type=int, default=60)
+    p = sub.add_parser("slo")
+    p.add_argument("--phase-seconds", type=int, default=30)
     p.add_argument("--keep", action="store_true", help="leave the VM running")
     p.add_argument("--reuse", action="store_true", help="use the VM a --keep run left running")
     machine.add_options(p, repeats=3)
-    p.set_defaults(func=governor)
+    p.set_defaults(func=slo)
     p = sub.add_parser("converge")
     p.add_argument("--wheel-cache", help="a wheel cache directory (an empty one counts the builds of a cold run)")
     p.add_argument("--keep", action="store_true", help="leave the last converged VMs running")

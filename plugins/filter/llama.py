@@ -150,7 +150,16 @@ def llama_instances(instances, defaults, allowed_cpus, core_cpus, models, extra_
                             "llama-server for parallel %s" % (name, instance["parallel"]))
         problems += extra_args_problems(name, instance.get("extra_args"), extra_flags)
         instance["memory_high"], instance["memory_max"] = _memory(instance, (models or {}).get(instance["base_name"]), problems)
-        instance["threads"] = inference_threads(core_cpus, instance["allowed_cpus"], instance.get("cpu_quota") or 0)
+        if instance.get("best_effort"):
+            # batch serving in the best-effort slice: its CPUs are the slice's (housekeeping, and cores
+            # slo_controller lends), so the unit sets none; threads fit the housekeeping cores
+            if (given.get("placement") or "single") != "single" or given.get("base_name") != name:
+                problems.append("instance %s: best_effort runs in the best-effort slice, not placed per domain" % name)
+            instance["allowed_cpus"] = given.get("allowed_cpus") or ""
+            own = instance["allowed_cpus"] or (cpu_plan or {}).get("housekeeping") or ""
+            instance["threads"] = inference_threads(core_cpus, own, instance.get("cpu_quota") or 0)
+        else:
+            instance["threads"] = inference_threads(core_cpus, instance["allowed_cpus"], instance.get("cpu_quota") or 0)
         instance["ctx_total"] = int(instance["n_ctx"]) * int(instance["parallel"])
         result.append(instance)
     for what in ("name", "port"):

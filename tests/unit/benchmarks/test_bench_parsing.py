@@ -100,7 +100,7 @@ def test_reconverge_ratios_pair_each_repeat_with_its_own_first_converge():
 
 
 def test_every_benchmark_is_a_command(monkeypatch, capsys):
-    for name in ("isolation", "build", "governor", "converge", "concurrency", "cores"):
+    for name in ("isolation", "build", "slo", "converge", "concurrency", "cores", "rollout"):
         monkeypatch.setattr(sys, "argv", ["bench.py", name, "--help"])
         try:
             bench.main()

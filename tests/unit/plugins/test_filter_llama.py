@@ -172,3 +172,20 @@ def test_a_placement_default_applies_to_entries_without_one():
 ])
 def test_placements_that_cannot_work_are_refused(instances, cpu_plan, words):
     assert any(words in problem for problem in placed(cpu_plan, *instances)["problems"]), placed(cpu_plan, *instances)
+
+
+def test_a_best_effort_instance_takes_the_slices_cpus_and_fits_the_housekeeping_cores():
+    plan_ = dict(TWO_NODES, housekeeping="0,8")
+    result = llama_instances([{"name": "tiny", "model": "m.gguf", "port": 8081},
+                              {"name": "batch", "model": "m.gguf", "port": 8082, "best_effort": True}],
+                             DEFAULTS, "1-7", ["0,8", "1,9", "2,10", "3,11"], {"tiny": TINY, "batch": TINY}, FLAGS,
+                             plan_, NUMA)
+    assert not result["problems"]
+    serving, batch = result["instances"]
+    assert (serving["allowed_cpus"], serving["threads"]) == ("1-7", 3)
+    assert (batch["allowed_cpus"], batch["threads"]) == ("", 1)
+
+
+def test_a_best_effort_instance_is_not_placed_per_domain():
+    problems = placed(TWO_NODES, dict(PLACED, best_effort=True))["problems"]
+    assert any("best_effort runs in the best-effort slice, not placed per domain" in p for p in problems), problems
