@@ -694,10 +694,11 @@ def rollout(args):
     try:
         lab("inventory", "--topology", topology, "--output", inventory / "hosts.yml")
         playbook(inventory, "playbooks/site.yml")
+        schedule = rollout_bench.weights(list(rollout_bench.VARIANTS) * args.repeats)
         for repeat in range(args.repeats):
             for variant in rollout_bench.VARIANTS:
-                # each rollout flips every unit's CPUWeight, so every instance restarts
-                runs.append(rollout_variant(variant, repeat, 90 if len(runs) % 2 == 0 else 100, inventory, args))
+                # a rollout that restarts flips every unit's CPUWeight, so every instance restarts
+                runs.append(rollout_variant(variant, repeat, schedule[len(runs)], inventory, args))
     finally:
         if not args.keep:
             lab("down", *vm_names)
@@ -761,7 +762,7 @@ def main():
     p.add_argument("--force", action="store_true", help="measure even when the machine is busy (recorded)")
     p.set_defaults(func=cores)
     p = sub.add_parser("rollout")
-    p.add_argument("--repeats", type=int, default=1, help="rounds of the three variants")
+    p.add_argument("--repeats", type=int, default=1, help="rounds of the four variants")
     p.add_argument("--tokens", type=int, default=32)
     p.add_argument("--interval", type=float, default=1.0, help="seconds between request starts (open loop)")
     p.add_argument("--steady-seconds", type=int, default=30)

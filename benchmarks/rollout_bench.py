@@ -6,15 +6,31 @@ VMs, one after the other:
   no front door       - the clients talk to one host's instance directly; no drain (nothing to drain in);
   front door, no drain - the clients talk to the front door; llama_server_frontdoor_hosts is empty, so the
                          restarts do not drain (the front door only notices through its /health checks);
-  front door, drain    - the default: each restart drains the instance on the front door first.
+  front door, drain    - the default: each restart drains the instance on the front door first;
+  control: no change   - the same playbook through the front door with nothing to change (no restart): the
+                         TTFT ratio that running Ansible beside the emulated VMs causes by itself.
 Every variant's instances also have the stop that waits for requests in flight (ExecStop), as shipped.
 """
 
 VARIANTS = (
-    {"name": "no front door", "address": "instance", "drain": False},
-    {"name": "front door, no drain", "address": "frontdoor", "drain": False},
-    {"name": "front door, drain", "address": "frontdoor", "drain": True},
+    {"name": "no front door", "address": "instance", "drain": False, "restarts": True},
+    {"name": "front door, no drain", "address": "frontdoor", "drain": False, "restarts": True},
+    {"name": "front door, drain", "address": "frontdoor", "drain": True, "restarts": True},
+    # the same playbook run, changing nothing: what running Ansible beside the VMs alone does to TTFT on
+    # this 2-core machine (the controller and the emulated CPUs share it), so the ratios above can be read
+    {"name": "control: no change", "address": "frontdoor", "drain": True, "restarts": False},
 )
+
+
+def weights(variants, first=100):
+    """The CPUWeight each rollout sets: flipped between 90 and 100 for a variant that restarts every
+    instance, kept for one that must change nothing."""
+    current, chosen = first, []
+    for variant in variants:
+        if variant["restarts"]:
+            current = 90 if current == 100 else 100
+        chosen.append(current)
+    return chosen
 
 
 def extra_vars(variant, weight):

@@ -34,3 +34,7 @@ def test_the_report_has_a_row_per_run_and_names_the_lost_requests():
     assert "| no front door | 1 | 10 | 8 | 2 | 0 | 1.00 | 1.50 | 1.50 | 200 |" in text
     assert "Goal (front door with drain" in text and ": met." in text
     assert "- no front door, request 0 (rollout): failed, APIConnectionError: x" in text
+
+
+def test_only_restarting_variants_change_the_weight():
+    assert rollout_bench.weights(list(rollout_bench.VARIANTS) * 2) == [90, 100, 90, 90, 100, 90, 100, 100]
