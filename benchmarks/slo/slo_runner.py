@@ -83,8 +83,9 @@ def windows(streams, started, ended, width=10.0):
 
 
 def be_start(slice_name, seconds, yaml_path):
+    # not --quiet: it leaves the YAML without its metrics section
     sh("systemd-run", "--unit", BE_UNIT, "--collect", "--slice", slice_name, "/usr/bin/stress-ng", "--cpu", "2",
-       "--stream", "1", "--timeout", "%ds" % seconds, "--metrics-brief", "--yaml", yaml_path, "--quiet")
+       "--stream", "1", "--timeout", "%ds" % seconds, "--metrics-brief", "--yaml", yaml_path)
 
 
 def be_work(yaml_path):
