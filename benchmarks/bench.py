@@ -490,7 +490,8 @@ def slo_markdown(data):
              "CPU), static (host_tuning's best-effort slice: the housekeeping CPU, CPUWeight=1, cpu.idle, no quota), "
              "controller (that slice moved by cpuinfer-slo-controller)." % (
                  phases, data["phase_seconds"], data["slo_p99_ms"], data["calibration_p99_ms"], data["repeats"]), "",
-             "| mode | 10-s windows within SLO, median [per repeat] | LC tokens/s | BE cpu bogo-ops/s | BE stream bogo-ops/s | BE cpu / static | BE stream / static |",
+             "| mode | 10-s windows within SLO, median [per repeat] | LC tokens/s | BE cpu bogo-ops/s "
+             "| BE stream bogo-ops/s | BE cpu / static | BE stream / static |",
              "|---|---|---|---|---|---|---|"]
 
     def figure(spread_, fmt="%.2f"):

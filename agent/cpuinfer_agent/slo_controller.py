@@ -68,9 +68,9 @@ class Systemd:
                         capture_output=True, text=True).stdout.strip()
 
 
-def notify(message, environ=os.environ):
+def notify(message, environ=None):
     """sd_notify: READY=1 once, WATCHDOG=1 every loop (a hung controller is killed, then restored)."""
-    address = environ.get("NOTIFY_SOCKET")
+    address = (os.environ if environ is None else environ).get("NOTIFY_SOCKET")
     if not address:
         return
     if address.startswith("@"):

@@ -84,4 +84,3 @@ def decide(state, ratio, psi_some, since_change, limits):
                 ratio, slack, cap, state.lent_cores, new.lent_cores)
         return state, "LC p99 %.2f x SLO: BE already has every CPU it may have" % ratio
     return state, "LC p99 %.2f x SLO: hold" % ratio
-

@@ -92,4 +92,3 @@ def test_memory_pressure_trigger_fires_for_the_squeezed_unit(host):
     with host.sudo():
         journal = host.check_output("journalctl -u cpuinfer-metrics.service --no-pager -o cat")
     assert "memory pressure event on %s" % DEMO in journal
-

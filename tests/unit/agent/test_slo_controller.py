@@ -36,9 +36,9 @@ class FakeSystemd:
 
 
 def tree(root, psi_some="0.00", idle="0"):
-    for group, files in ((LC_GROUP, {"cpu.pressure": "some avg10=%s avg60=0.00 avg300=0.00 total=1\n"
-                                                      "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n" % psi_some,
-                                     "cpu.stat": "usage_usec 1\n"}),
+    pressure = ("some avg10=%s avg60=0.00 avg300=0.00 total=1\n"
+                "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n" % psi_some)
+    for group, files in ((LC_GROUP, {"cpu.pressure": pressure, "cpu.stat": "usage_usec 1\n"}),
                          (BE_GROUP, {"cpu.idle": idle + "\n"})):
         (root / group).mkdir(parents=True, exist_ok=True)
         for name, text in files.items():

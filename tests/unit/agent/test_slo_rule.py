@@ -49,4 +49,3 @@ def test_bounds_hold_for_any_reading(state, ratio, psi, since):
     # growth is one step or one core, never both
     assert new.quota_percent - state.quota_percent <= LIMITS.step_percent
     assert new.lent_cores - state.lent_cores <= 1
-
