@@ -23,9 +23,6 @@ import subprocess
 import sys
 import time
 import urllib.error
-import urllib.request
-
-from prometheus_client.parser import text_string_to_metric_families
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import format_cpulist, parse_cpulist
@@ -79,18 +76,9 @@ def notify(message, environ=None):
         sock.sendto(message.encode(), address)
 
 
-def engine_counters(port, api_key, timeout=5):
+def engine_counters(port, api_key):
     """The engine's own counters the controller uses, from its /metrics."""
-    headers = {"Authorization": "Bearer " + api_key} if api_key else {}
-    request = urllib.request.Request("http://127.0.0.1:%d/metrics" % port, headers=headers)
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        text = response.read().decode("utf-8", "replace")
-    found = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name in ENGINE_COUNTERS:
-                found[sample.name] = sample.value
-    return found
+    return stream_probe.engine_samples(port, api_key, ENGINE_COUNTERS)
 
 
 def mean_token_ms(before, after):
@@ -272,8 +260,8 @@ def run(config, controller, sleep=time.sleep, clock=time.monotonic):
     window_end = clock() + config["window_seconds"]
     while True:
         controller.observe()
-        controller.keep_idle()
         if clock() >= window_end:
+            controller.keep_idle()
             record = controller.step()
             with open(config["decision_log"], "a", encoding="utf-8") as log:
                 log.write(json.dumps(record) + "\n")

@@ -22,7 +22,8 @@ import signal
 import sys
 import time
 import urllib.error
-import urllib.request
+
+from cpuinfer_agent import stream_probe
 
 POLL_SECONDS = 0.5
 BUSY_METRICS = ("llamacpp:requests_processing", "llamacpp:requests_deferred")
@@ -39,24 +40,13 @@ def read_key(path):
 
 def requests_held(port, key, timeout=5):
     """Requests the engine processes or defers now; None when it does not answer."""
-    headers = {"Authorization": "Bearer " + key} if key else {}
-    request = urllib.request.Request("http://127.0.0.1:%d/metrics" % port, headers=headers)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            text = response.read().decode("utf-8", "replace")
+        held = stream_probe.engine_samples(port, key, BUSY_METRICS, timeout)
     except urllib.error.HTTPError as error:
         raise Refused("HTTP %d" % error.code) from error
     except (urllib.error.URLError, OSError, ValueError):
         return None
-    # imported only for a server that answered: after a crash (systemd runs ExecStop then too) the stop
-    # returns at once, and the parser's import costs a second or more under software emulation
-    from prometheus_client.parser import text_string_to_metric_families
-    held = 0.0
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name in BUSY_METRICS:
-                held += sample.value
-    return int(held)
+    return int(sum(held.values()))
 
 
 def wait_idle(port, timeout, key="", poll=POLL_SECONDS, clock=time.monotonic, sleep=time.sleep):

@@ -55,6 +55,20 @@ def token_arrivals(port, body, api_key="", timeout=600):
     return started, arrivals, time.monotonic()
 
 
+def engine_samples(port, api_key, names, timeout=5):
+    """{sample name: value} of the named samples of the engine's own /metrics on 127.0.0.1:PORT.
+    urllib's errors go to the caller (an HTTPError: it answered and refused)."""
+    headers = {"Authorization": "Bearer " + api_key} if api_key else {}
+    request = urllib.request.Request("http://127.0.0.1:%d/metrics" % port, headers=headers)
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        text = response.read().decode("utf-8", "replace")
+    # imported here: this file also runs alone (benchmark guests) without prometheus_client, and a
+    # caller whose engine did not answer never pays for the import
+    from prometheus_client.parser import text_string_to_metric_families
+    return dict((sample.name, sample.value) for family in text_string_to_metric_families(text)
+                for sample in family.samples if sample.name in names)
+
+
 def measure(port, max_tokens, api_key=""):
     """One streamed completion on 127.0.0.1:PORT, measured (a dict, see the module's docstring)."""
     started, arrivals, finished = token_arrivals(port, {
