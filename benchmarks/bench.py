@@ -131,7 +131,8 @@ def carried_places(name, measured):
 
 def in_lab_vm(name, sizes, args, repeats=1):
     """Boot benchmarks/NAME/topology.json's VM (after checking the machine is quiet; pinned unless
-    --no-pin), run its prepare.yml, then measure.yml `repeats` times (sizes as extra vars), stop the VM
+    --no-pin), run its prepare.yml, then measure.yml `repeats` times (sizes as extra vars; a list of them:
+    one run each, in order), stop the VM
     unless --keep; returns (prepare seconds, [measure seconds], [raw output], conditions: machine check,
     per repeat the qemu threads' CPU seconds during the measurement and their pinning)."""
     topology = REPO / "benchmarks" / name / "topology.json"
@@ -145,10 +146,11 @@ def in_lab_vm(name, sizes, args, repeats=1):
     try:
         lab("inventory", "--topology", topology, "--output", inventory / "hosts.yml")
         prepare_s, dummy_output = playbook(inventory, "benchmarks/%s/prepare.yml" % name)
-        for repeat in range(repeats):
-            log("%s: measurement %d of %d" % (name, repeat + 1, repeats))
+        per_repeat = sizes if isinstance(sizes, list) else [sizes] * repeats
+        for repeat, repeat_sizes in enumerate(per_repeat):
+            log("%s: measurement %d of %d" % (name, repeat + 1, len(per_repeat)))
             before = machine.qemu_threads(vm_names)
-            seconds, dummy_output = playbook(inventory, "benchmarks/%s/measure.yml" % name, "-e", json.dumps(sizes))
+            seconds, dummy_output = playbook(inventory, "benchmarks/%s/measure.yml" % name, "-e", json.dumps(repeat_sizes))
             thread_cpu.append(machine.thread_cpu_during(before, machine.qemu_threads(vm_names)))
             measure_s.append(round(seconds))
             raws.append(json.loads((REPO / ".build" / ("bench-%s-raw.json" % name)).read_text(encoding="utf-8")))
@@ -174,6 +176,66 @@ def isolation(args):
             **isolation_report.isolation_results(raws),
             "conditions": conditions, "samples": samples}
     write_report(args.report, data, isolation_report.markdown(data))
+
+
+def nohz(args):
+    """The instance with and without nohz isolation (host_tuning_isolation), interleaved: each run
+    converges with its mode (the role reboots into or out of it) and measures beside a timer-heavy
+    housekeeping neighbour."""
+    runs = [{"host_tuning_isolation": mode, "bench_completions": args.completions, "bench_tokens": args.tokens}
+            for dummy in range(args.repeats) for mode in ("none", "nohz")]
+    dummy_prepare, measure_s, raws, conditions = in_lab_vm("nohz", runs, args)
+    data = {"environment": environment(), "note": EMULATION_NOTE + " " + NOHZ_NOTE, "repeats": args.repeats,
+            "completions_per_run": args.completions, "tokens_per_completion": args.tokens, "measure_seconds": measure_s,
+            "summary": nohz_summary(runs, raws), "conditions": conditions,
+            "runs": [dict(raw, mode=run["host_tuning_isolation"]) for run, raw in zip(runs, raws)]}
+    write_report("nohz", data, nohz_markdown(data))
+
+
+NOHZ_NOTE = ("Under TCG the guest's timer tick is emulated work on the host thread of its vCPU, so stopping it "
+             "(nohz_full) saves real time on that thread; what emulation cannot show is the cache and TLB "
+             "disturbance a tick costs on real hardware, nor interrupts of real devices.")
+
+
+def nohz_summary(runs, raws):
+    """Per mode, a spread across runs of: tokens/s (median of the run's completions), p99 inter-token gap
+    (pooled over the run's completions), local timer interrupts per second on the inference CPU."""
+    figures = {}
+    for run, raw in zip(runs, raws):
+        mode = run["host_tuning_isolation"]
+        gaps = [g for sample in raw["samples"] for g in sample["gaps_ms"]]
+        per_run = figures.setdefault(mode, {"tokens_per_second": [], "inter_token_p99_ms": [], "timer_irqs_per_second": []})
+        per_run["tokens_per_second"].append(statistics.median(s["tokens_per_second"] for s in raw["samples"]))
+        per_run["inter_token_p99_ms"].append(stats.percentile(gaps, 0.99))
+        per_run["timer_irqs_per_second"].append(raw["local_timer_interrupts_per_second_cpu1"])
+    summary = {mode: {name: stats.spread(values) for name, values in per_run.items()} for mode, per_run in figures.items()}
+    summary["nohz_over_none"] = {
+        "tokens_per_second": round(summary["nohz"]["tokens_per_second"]["median"] / summary["none"]["tokens_per_second"]["median"], 3),
+        "inter_token_p99": round(summary["nohz"]["inter_token_p99_ms"]["median"] / summary["none"]["inter_token_p99_ms"]["median"], 3),
+    }
+    return summary
+
+
+def nohz_markdown(data):
+    summary, env = data["summary"], data["environment"]
+    lines = ["# Kernel isolation (nohz_full): the instance with and without it", "",
+             "`%s` on %s, commit %s; %d runs per mode, interleaved (none, nohz, ...), each after a converge that "
+             "rebooted the VM into its mode through its own GRUB; %d completions of %d tokens per run, a timer-heavy "
+             "neighbour (stress-ng timer 20 kHz + cyclic) on the housekeeping CPU." % (
+                 env["command"], env["date"], env["commit"], data["repeats"], data["completions_per_run"],
+                 data["tokens_per_completion"]), "",
+             "| mode | tokens/s median (min-max) | p99 inter-token ms median (min-max) | timer IRQs/s on the inference CPU |",
+             "|---|---|---|---|"]
+    for mode in ("none", "nohz"):
+        row = summary[mode]
+        lines.append("| %s | %.2f (%.2f-%.2f) | %.1f (%.1f-%.1f) | %.0f (%.0f-%.0f) |" % (
+            mode, row["tokens_per_second"]["median"], row["tokens_per_second"]["min"], row["tokens_per_second"]["max"],
+            row["inter_token_p99_ms"]["median"], row["inter_token_p99_ms"]["min"], row["inter_token_p99_ms"]["max"],
+            row["timer_irqs_per_second"]["median"], row["timer_irqs_per_second"]["min"], row["timer_irqs_per_second"]["max"]))
+    ratio = summary["nohz_over_none"]
+    lines += ["", "nohz over none: tokens/s %.3fx, p99 inter-token gap %.3fx." % (ratio["tokens_per_second"], ratio["inter_token_p99"]),
+              "", data["note"], ""]
+    return "\n".join(lines)
 
 
 LLAMA_VERSION = "0.3.36"
@@ -757,6 +819,13 @@ def main():
     p.add_argument("--reuse", action="store_true", help="use the VM a --keep run left running")
     p.add_argument("--force", action="store_true", help="measure even when the machine is busy (recorded)")
     p.set_defaults(func=concurrency)
+    p = sub.add_parser("nohz")
+    p.add_argument("--completions", type=int, default=6)
+    p.add_argument("--tokens", type=int, default=48)
+    p.add_argument("--keep", action="store_true", help="leave the VM running")
+    p.add_argument("--reuse", action="store_true", help="use the VM a --keep run left running")
+    machine.add_options(p, repeats=3)
+    p.set_defaults(func=nohz)
     p = sub.add_parser("cores")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--seconds", type=int, default=5, help="per measurement")

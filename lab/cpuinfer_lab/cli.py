@@ -39,7 +39,7 @@ def cmd_up(args) -> int:
         specs = topology.Topology(vms=json.loads(args.specs)).specs()
     elif args.names:
         specs = [vm.VmSpec(name=n, arch=args.arch, cpus=args.cpus, memory_mb=args.memory,
-                           cpu_model=args.cpu_model, accel=args.accel, forwards=args.forward)
+                           cpu_model=args.cpu_model, accel=args.accel, forwards=args.forward, boot=args.boot)
                  for n in args.names]
     else:
         specs = topology.load(args.topology).specs()
@@ -123,6 +123,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--accel", default="tcg", choices=["tcg", "kvm", "auto"])
     p.add_argument("--forward", type=int, action="append", default=[], help="guest TCP port to reach on 127.0.0.1")
     p.add_argument("--pin", action="store_true", help="every VM: vCPU n on host CPU n, qemu's other threads on host CPU 0")
+    p.add_argument("--boot", default="kernel", choices=["kernel", "grub"],
+                   help="grub: the VM boots through its own GRUB after its first start (amd64; kernel command line tests)")
     p.add_argument("--boot-timeout", type=float, default=300.0)
     p.add_argument("--topology", default=str(topology.DEFAULT))
     p.add_argument("--only", action="append", default=[], metavar="NAME",

@@ -7,7 +7,7 @@ from pathlib import Path
 from .vm import VmRecord, VmSpec
 
 DEFAULT = Path(__file__).resolve().parent.parent / "topology.json"
-SPEC_KEYS = ("name", "arch", "cpus", "memory_mb", "cpu_model", "accel", "forwards", "pin", "numa_nodes", "peers")
+SPEC_KEYS = ("name", "arch", "cpus", "memory_mb", "cpu_model", "accel", "forwards", "pin", "numa_nodes", "peers", "boot")
 
 
 @dataclass

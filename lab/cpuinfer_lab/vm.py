@@ -14,6 +14,7 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from . import boot_loader
 from . import image as images
 from . import paths, threads
 
@@ -48,6 +49,9 @@ class VmSpec:
     # VMs this one reaches: peer n's forwarded ports answer in the guest on PEER_NETWORK + n (a front
     # door in front of other lab hosts); slirp's restrict=on leaves explicit forwards working
     peers: list[str] = field(default_factory=list)
+    # "grub": the VM boots through its own GRUB after its first start (boot_loader.py), so a kernel
+    # command line written to its boot loader applies at its next reboot; amd64 only
+    boot: str = "kernel"
 
 
 @dataclass
@@ -65,6 +69,7 @@ class VmRecord:
     image: str
     pinning: dict[str, list[int]] = field(default_factory=dict)  # thread name -> host CPUs, when pinned
     peer_addresses: dict[str, str] = field(default_factory=dict)  # peer VM -> its address inside this guest
+    boot: str = "kernel"
 
     def inventory_vars(self, user: str = "lab") -> dict:
         return {
@@ -189,10 +194,15 @@ def stop(name: str, timeout: float = 20.0) -> bool:
     return True
 
 
+def _kernel_append(spec: VmSpec) -> str:
+    console = "ttyS0" if spec.arch == "amd64" else "ttyAMA0"
+    return (f"root=/dev/vda rw quiet fsck.mode=skip console={console} "
+            f"systemd.hostname={spec.name} systemd.machine_id={_machine_id(spec.name)}")
+
+
 def _qemu_argv(spec: VmSpec, img: images.Image, vmdir: Path, ssh_port: int, forwarded: dict[str, int],
                guestfwds: list[str] | None = None) -> list[str]:
     cpu_model = spec.cpu_model or DEFAULT_CPU_MODEL[spec.arch]
-    console = "ttyS0" if spec.arch == "amd64" else "ttyAMA0"
     if spec.accel == "kvm":
         accel, cpu_model = "kvm", "host"
     else:
@@ -208,12 +218,10 @@ def _qemu_argv(spec: VmSpec, img: images.Image, vmdir: Path, ssh_port: int, forw
         "-smp", str(spec.cpus),
         "-kernel", str(img.kernel),
         "-initrd", str(img.initrd),
-        "-append", (
-            f"root=/dev/vda rw quiet fsck.mode=skip console={console} "
-            f"systemd.hostname={spec.name} systemd.machine_id={_machine_id(spec.name)}"
-        ),
+        "-append", _kernel_append(spec),
         "-drive", f"file={vmdir / 'disk.qcow2'},format=qcow2,if=none,id=disk0,cache=unsafe",
         "-device", "virtio-blk-pci,drive=disk0",
+        *(boot_loader.drive_argv(vmdir / boot_loader.BOOT_DISK) if spec.boot == "grub" else []),
         # restrict=on: the guest reaches nothing outside; only the forwarded loopback ports come in
         "-netdev", "user,id=n0,restrict=on," + ",".join(hostfwd + (guestfwds or [])),
         "-device", "virtio-net-pci,netdev=n0",
@@ -281,6 +289,9 @@ def _launch(spec: VmSpec, log, pin_offset: int = 0) -> VmRecord:
     with its host CPUs rotated by pin_offset, so VMs started together do not all start on CPU 0."""
     if spec.arch not in QEMU_BY_ARCH:
         raise LabError(f"unknown architecture {spec.arch!r}")
+    if spec.boot not in boot_loader.KINDS or (spec.boot == "grub" and spec.arch != "amd64"):
+        raise LabError(f"VM {spec.name}: boot {spec.boot!r}: the lab boots 'kernel' (qemu -kernel) on any "
+                       f"architecture and 'grub' (the VM's own GRUB through SeaBIOS) on amd64 only")
     img = images.build(spec.arch, log=log)
     images.prune_stale(spec.arch, {r.image for r in list_running()}, log=log)
     vmdir = paths.vm_dir(spec.name)
@@ -293,6 +304,8 @@ def _launch(spec: VmSpec, log, pin_offset: int = 0) -> VmRecord:
         ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", str(img.disk), str(vmdir / "disk.qcow2")],
         check=True,
     )
+    if spec.boot == "grub":
+        boot_loader.create_boot_disk(vmdir)
     ssh_port = _free_port()
     forwarded = {str(guest): _free_port() for guest in spec.forwards}
     peer_addresses, guestfwds = peer_forwards(spec.peers)
@@ -300,9 +313,10 @@ def _launch(spec: VmSpec, log, pin_offset: int = 0) -> VmRecord:
         name=spec.name, arch=spec.arch, cpus=spec.cpus, memory_mb=spec.memory_mb,
         cpu_model=spec.cpu_model or DEFAULT_CPU_MODEL[spec.arch], accel=spec.accel,
         ssh_port=ssh_port, forwarded=forwarded, identity_file=str(img.ssh_key),
-        serial_log=str(vmdir / "serial.log"), image=str(img.directory), peer_addresses=peer_addresses,
+        serial_log=str(vmdir / "serial.log"), image=str(img.directory), peer_addresses=peer_addresses, boot=spec.boot,
     )
     argv = _qemu_argv(spec, img, vmdir, ssh_port, forwarded, guestfwds)
+    (vmdir / "qemu-argv.json").write_text(json.dumps(argv) + "\n", encoding="utf-8")
     launch = subprocess.run(argv, capture_output=True, text=True, check=False)
     if launch.returncode != 0:
         raise LabError(f"VM {spec.name}: qemu did not start: {launch.stderr.strip()}")
@@ -322,13 +336,43 @@ def _pin(name: str, offset: int = 0) -> dict[str, list[int]]:
     return threads.apply(threads.pinning_plan(threads.threads(pid), host_cpus, host_cpus[:1]))
 
 
+def _restart_from_boot_disk(spec: VmSpec, record: VmRecord, timeout: float, log, pin_offset: int) -> None:
+    """Make the VM's second disk its boot disk (GRUB), power it off and start qemu again booting that disk,
+    on the same ports."""
+    script = boot_loader.install_script(" ".join(t for t in _kernel_append(spec).split()
+                                                 if not t.startswith("root=") and t != "quiet"))
+    install = subprocess.run([*ssh_argv(record), "sh", "-s"], input=script, capture_output=True, text=True,
+                             check=False, timeout=600)
+    if install.returncode != 0:
+        raise LabError(f"VM {spec.name}: installing GRUB failed: {(install.stderr or install.stdout).strip()[-800:]}")
+    subprocess.run([*ssh_argv(record), "systemctl", "poweroff"], capture_output=True, check=False, timeout=60)
+    deadline = time.monotonic() + 120
+    while running_pid(spec.name) is not None and time.monotonic() < deadline:
+        time.sleep(1)
+    stop(spec.name)
+    vmdir = paths.vm_dir(spec.name)
+    argv = boot_loader.booting_from_disk(json.loads((vmdir / "qemu-argv.json").read_text(encoding="utf-8")))
+    (vmdir / "qemu.pid").unlink(missing_ok=True)
+    launch = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if launch.returncode != 0:
+        raise LabError(f"VM {spec.name}: qemu did not start from its boot disk: {launch.stderr.strip()}")
+    if spec.pin:
+        record.pinning = _pin(spec.name, pin_offset)
+    (vmdir / "vm.json").write_text(json.dumps(asdict(record), indent=2) + "\n", encoding="utf-8")
+    seconds = wait_ready(record, timeout)
+    log(f"lab: {spec.name} booted through its own GRUB after {seconds:.1f}s")
+
+
 def start_many(specs: list[VmSpec], boot_timeout: float = 300.0, log=print) -> list[VmRecord]:
     """Launch every VM first, then wait for each: boots overlap instead of queueing."""
-    records = [_launch(spec, log, pin_offset=index) for index, spec in enumerate(boot_order(specs))]
+    ordered = boot_order(specs)
+    records = [_launch(spec, log, pin_offset=index) for index, spec in enumerate(ordered)]
     started = time.monotonic()
-    for record in records:
+    for index, (spec, record) in enumerate(zip(ordered, records)):
         remaining = max(boot_timeout - (time.monotonic() - started), 1.0)
         wait_ready(record, remaining)
+        if spec.boot == "grub":
+            _restart_from_boot_disk(spec, record, boot_timeout, log, index)
         seconds = time.monotonic() - started
         log(f"lab: {record.name} ({record.arch}, {record.accel}) ssh on {LOOPBACK}:{record.ssh_port} after {seconds:.1f}s")
         (paths.vm_dir(record.name) / "boot-seconds").write_text(f"{seconds:.1f}\n", encoding="ascii")

@@ -189,3 +189,30 @@ def test_a_peers_forwards_answer_inside_the_guest_through_socat(monkeypatch, tmp
     assert netdev.startswith("user,id=n0,restrict=on,") and "guestfwd=tcp:10.0.2.100:8081-cmd:socat" in netdev
     with pytest.raises(vm.LabError, match="peer VM c is not running"):
         vm.peer_forwards(["c"])
+
+
+def test_a_grub_vm_gets_a_boot_disk_and_starts_again_booting_it(lab_state, tmp_path):
+    from cpuinfer_lab import boot_loader
+    spec = vm.VmSpec(name="g", boot="grub")
+    img = image.Image("amd64", tmp_path)
+    argv = vm._qemu_argv(spec, img, tmp_path, 2222, {})
+    assert "-kernel" in argv and boot_loader.BOOT_DEVICE in argv  # first start: direct, to install GRUB
+    again = boot_loader.booting_from_disk(argv)
+    assert not {"-kernel", "-initrd", "-append"} & set(again)
+    assert boot_loader.BOOT_DEVICE + ",bootindex=0" in again
+    assert again[again.index("-drive") + 1].startswith("file=%s" % (tmp_path / "disk.qcow2"))  # the same root disk
+    with pytest.raises(ValueError):
+        boot_loader.booting_from_disk(vm._qemu_argv(vm.VmSpec(name="k"), img, tmp_path, 2222, {}))
+
+
+def test_grub_is_refused_on_arm64_and_unknown_boot_kinds(lab_state):
+    for spec in (vm.VmSpec(name="a", arch="arm64", boot="grub"), vm.VmSpec(name="b", boot="pxe")):
+        with pytest.raises(vm.LabError, match="the lab boots 'kernel'"):
+            vm._launch(spec, print)
+
+
+def test_the_grub_vm_keeps_the_labs_command_line_without_root_and_quiet():
+    from cpuinfer_lab import boot_loader
+    script = boot_loader.install_script("rw console=ttyS0 systemd.hostname=g")
+    assert 'GRUB_CMDLINE_LINUX="rw console=ttyS0 systemd.hostname=g"' in script
+    assert "grub-install --target=i386-pc /dev/vdb" in script and script.rstrip().endswith("sync")

@@ -69,7 +69,7 @@ def slice_cpus_shown(text):
     return slices
 
 
-def tuning_settings(thp, perf, sysctl, slices_now, plan, inference_slice, irq=None):
+def tuning_settings(thp, perf, sysctl, slices_now, plan, inference_slice, irq=None, isolation=None):
     """One row {setting, wanted, actual, in_sync} per tuned setting, sorted by setting.
 
     thp, perf, sysctl: check-mode results of the modules with the role's values (thp and sysctl:
@@ -77,7 +77,8 @@ def tuning_settings(thp, perf, sysctl, slices_now, plan, inference_slice, irq=No
     `systemctl show --property=Id --property=AllowedCPUs SLICE...` (one command for every slice); plan: the cpu_plan the
     converge makes (system.slice and user.slice get its housekeeping CPUs when it splits, the inference
     slice its inference CPUs); irq: the irq_affinity check-mode result where IRQs are kept on the
-    housekeeping CPUs, else None."""
+    housekeeping CPUs, else None; isolation: {wanted: nohz_full CPU list the role asks for ('' for none),
+    running: ansible_facts.cpuinfer.isolation.nohz_full}, or None."""
     thp = _result(thp, "thp", ("before", "after"))
     perf = _result(perf, "perf_paranoid", ("previous", "level"))
     sysctl = _result(sysctl, "sysctl", ("before", "after"))
@@ -97,6 +98,13 @@ def tuning_settings(thp, perf, sysctl, slices_now, plan, inference_slice, irq=No
         actual = plan["housekeeping"] if not irq.get("changed") else "elsewhere: IRQs %s, default %s" % (
             ",".join(str(n) for n in irq["moved"]), (irq.get("before") or {}).get("default", "?"))
         rows.append(_row("IRQ affinity", plan["housekeeping"], actual))
+    if isolation is not None:
+        isolation = _result(isolation, "isolation", ("wanted", "running"))
+        running = isolation["running"]
+        if running is None and isolation["wanted"]:
+            running = "unsupported: kernel without NO_HZ_FULL"
+        if running is not None:
+            rows.append(_row("/sys/devices/system/cpu/nohz_full", isolation["wanted"], running))
     return sorted(rows, key=lambda row: row["setting"])
 
 

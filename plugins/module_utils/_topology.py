@@ -178,3 +178,15 @@ def online_nodes(root):
     if knob_exists(root, NODE_DIR + "/online"):
         return parse_cpulist(read_knob(root, NODE_DIR + "/online"))
     return set(_numbered_entries(root, NODE_DIR, "node")) or {0}
+
+
+def isolated_cpus(root):
+    """{'nohz_full': CPU list, 'isolated': CPU list} as the running kernel keeps them ('' for none; nohz_full
+    None where the kernel was built without NO_HZ_FULL). The kernel prints an unset nohz_full mask as '(null)'."""
+    found = {}
+    for name in ("nohz_full", "isolated"):
+        text = _optional(root, "%s/%s" % (CPU_DIR, name))
+        if text is not None:
+            text = "" if text == "(null)" else format_cpulist(parse_cpulist(text))
+        found[name] = text
+    return found

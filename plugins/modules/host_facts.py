@@ -104,6 +104,7 @@ ansible_facts:
         runtime: {glibc: "2.36", glibcxx: "3.4.30"}
         os: {distribution: Debian, release: bookworm, architecture: aarch64, python: "3.11"}
         cpufreq_governor: performance
+        isolation: {nohz_full: "2-127", isolated: ""}
     cpuinfer_records:
       description: The files of O(records) as they are, by path (C(null) for a named file that is absent).
       type: dict
@@ -159,6 +160,7 @@ def gather(root):
         "llama_cmake_args": cmake_args,
         "runtime": _runtime.runtime(root),
         "cpufreq_governor": _topology.cpufreq_governor(root, cpus),
+        "isolation": _topology.isolated_cpus(root),
     }
 
 

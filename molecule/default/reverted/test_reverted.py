@@ -27,6 +27,17 @@ def test_values_equal_the_pre_converge_snapshot(host):
     "/var/lib/cpuinfer/releases/llama_server.json",
     "/etc/systemd/system/cpuinfer-irq-affinity.service",
     "/usr/local/libexec/cpuinfer-irq-affinity.py",
+    "/etc/default/grub.d/91-cpuinfer-isolation.cfg",
+    "/etc/tmpfiles.d/cpuinfer-workqueue.conf",
 ])
 def test_drop_ins_and_record_are_gone(host, path):
     assert not host.file(path).exists
+
+
+def test_the_revert_rebooted_out_of_the_isolation(host):
+    cmdline = host.file("/proc/cmdline").content_string.split()
+    assert cmdline[0].startswith("BOOT_IMAGE="), cmdline  # booted by GRUB: its grub.cfg lost the arguments
+    assert not [arg for arg in cmdline if arg.split("=")[0] in ("nohz_full", "rcu_nocbs", "irqaffinity", "isolcpus")]
+    assert host.file("/sys/devices/system/cpu/nohz_full").content_string.strip() in ("", "(null)")
+    with host.sudo():
+        assert "nohz_full" not in host.file("/boot/grub/grub.cfg").content_string

@@ -107,3 +107,18 @@ def test_an_unsplit_host_wants_unconfined_slices_and_irqs_report_where_they_are(
 def test_something_that_is_not_a_module_result_is_named():
     with pytest.raises(AnsibleFilterError, match="thp must be a module result"):
         tuning_settings({"enabled": "x"}, {}, {}, {}, PLAN, SLICE)
+
+
+def test_isolation_row_compares_the_running_kernels_nohz_full():
+    from ansible_collections.cpuinfer.llm.plugins.filter.tuning import tuning_settings
+    thp = {"before": {}, "after": {}}
+    perf = {"previous": 2, "level": 2}
+    sysctl = {"before": {}, "after": {}}
+    plan = {"split": True, "housekeeping": "0", "inference": "1"}
+    rows = tuning_settings(thp, perf, sysctl, {}, plan, "x.slice", None, {"wanted": "1", "running": ""})
+    row = [r for r in rows if r["setting"] == "/sys/devices/system/cpu/nohz_full"][0]
+    assert row == {"setting": "/sys/devices/system/cpu/nohz_full", "wanted": "1", "actual": "", "in_sync": False}
+    rows = tuning_settings(thp, perf, sysctl, {}, plan, "x.slice", None, {"wanted": "", "running": None})
+    assert not [r for r in rows if "nohz" in r["setting"]]  # no NO_HZ_FULL, none wanted: nothing to say
+    rows = tuning_settings(thp, perf, sysctl, {}, plan, "x.slice", None, {"wanted": "1", "running": None})
+    assert [r["actual"] for r in rows if "nohz" in r["setting"]] == ["unsupported: kernel without NO_HZ_FULL"]

@@ -76,3 +76,11 @@ def test_the_governor_of_the_first_cpu(tmp_path):
     write_tree(tmp_path, {CPU + "/cpu2/cpufreq/scaling_governor": "performance\n"})
     assert _topology.cpufreq_governor(str(tmp_path), {2, 3}) == "performance"
     assert _topology.cpufreq_governor(str(tmp_path), set()) is None
+
+
+def test_isolated_cpus_as_the_kernel_shows_them(tmp_path):
+    assert _topology.isolated_cpus(str(tmp_path)) == {"nohz_full": None, "isolated": None}  # no NO_HZ_FULL
+    write_tree(tmp_path, {CPU + "/nohz_full": "(null)\n", CPU + "/isolated": "\n"})
+    assert _topology.isolated_cpus(str(tmp_path)) == {"nohz_full": "", "isolated": ""}
+    write_tree(tmp_path, {CPU + "/nohz_full": "1-3,5\n", CPU + "/isolated": "2\n"})
+    assert _topology.isolated_cpus(str(tmp_path)) == {"nohz_full": "1-3,5", "isolated": "2"}

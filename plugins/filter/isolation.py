@@ -1,0 +1,65 @@
+# -*- coding: utf-8 -*-
+# Copyright: cpuinfer.llm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The kernel isolation a CPU plan asks for: command line arguments and the workqueue CPU mask."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.six.moves.collections_abc import Mapping
+from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import CpuListError, parse_cpulist
+
+MODES = ("none", "nohz")
+# isolcpus= flags the kernel knows (Documentation/admin-guide/kernel-parameters.txt)
+ISOLCPUS_FLAGS = ("nohz", "domain", "managed_irq")
+# every argument isolation may set, so that turning it off (or reverting) takes all of them away
+ISOLATION_KEYS = ("nohz_full", "rcu_nocbs", "irqaffinity", "isolcpus")
+
+
+def isolation_cmdline(plan, mode="none", isolcpus_flags=None):
+    """{argument: value} for cpuinfer.llm.kernel_cmdline. nohz: the scheduler tick (nohz_full, which also
+    keeps unbound kernel threads and workqueues on housekeeping) and RCU callbacks (rcu_nocbs) off the
+    inference CPUs, interrupts' default affinity (irqaffinity) on housekeeping; isolcpus only with flags
+    given, since isolcpus=domain also takes the CPUs out of load balancing, which a cgroup cpuset cannot undo.
+    A host the plan does not split (too few cores) gets nothing: it has no CPU to keep quiet."""
+    if mode not in MODES:
+        raise AnsibleFilterError("isolation_cmdline: mode must be one of %s, not %r" % (", ".join(MODES), mode))
+    if not isinstance(plan, Mapping) or "split" not in plan:
+        raise AnsibleFilterError("isolation_cmdline needs a CPU plan (cpuinfer.llm.cpu_plan)")
+    flags = list(isolcpus_flags or [])
+    unknown = [flag for flag in flags if flag not in ISOLCPUS_FLAGS]
+    if unknown:
+        raise AnsibleFilterError("isolation_cmdline: isolcpus flags %s unknown; the kernel knows %s"
+                                 % (", ".join(map(str, unknown)), ", ".join(ISOLCPUS_FLAGS)))
+    if mode == "none" or not plan["split"]:
+        return {}
+    inference, housekeeping = plan["inference"], plan["housekeeping"]
+    args = {"nohz_full": inference, "rcu_nocbs": inference, "irqaffinity": housekeeping}
+    if flags:
+        args["isolcpus"] = ",".join(flags + [inference])
+    return args
+
+
+def cpumask_hex(cpus):
+    """'0-1,4' -> '13': the hexadecimal mask sysfs masks (workqueue cpumask) take, 32-bit groups
+    comma-separated as the kernel prints them."""
+    try:
+        wanted = parse_cpulist(cpus)
+    except CpuListError as exc:
+        raise AnsibleFilterError("cpumask_hex: %s" % exc)
+    if not wanted:
+        raise AnsibleFilterError("cpumask_hex: an empty CPU list has no mask")
+    mask = sum(1 << cpu for cpu in wanted)
+    groups = []
+    while mask:
+        groups.append(mask & 0xFFFFFFFF)
+        mask >>= 32
+    groups.reverse()
+    return ",".join(["%x" % groups[0]] + ["%08x" % group for group in groups[1:]])
+
+
+class FilterModule:
+    def filters(self):
+        return {"isolation_cmdline": isolation_cmdline, "cpumask_hex": cpumask_hex}
