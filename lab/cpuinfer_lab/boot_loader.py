@@ -27,7 +27,7 @@ def create_boot_disk(vmdir: Path) -> Path:
 BOOT_DEVICE = "virtio-blk-pci,drive=boot0"
 
 
-def drive_argv(disk: Path) -> list[str]:
+def boot_drive_options(disk: Path) -> list[str]:
     return ["-drive", f"file={disk},format=qcow2,if=none,id=boot0,cache=unsafe", "-device", BOOT_DEVICE]
 
 

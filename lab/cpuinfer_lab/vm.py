@@ -221,7 +221,7 @@ def _qemu_argv(spec: VmSpec, img: images.Image, vmdir: Path, ssh_port: int, forw
         "-append", _kernel_append(spec),
         "-drive", f"file={vmdir / 'disk.qcow2'},format=qcow2,if=none,id=disk0,cache=unsafe",
         "-device", "virtio-blk-pci,drive=disk0",
-        *(boot_loader.drive_argv(vmdir / boot_loader.BOOT_DISK) if spec.boot == "grub" else []),
+        *(boot_loader.boot_drive_options(vmdir / boot_loader.BOOT_DISK) if spec.boot == "grub" else []),
         # restrict=on: the guest reaches nothing outside; only the forwarded loopback ports come in
         "-netdev", "user,id=n0,restrict=on," + ",".join(hostfwd + (guestfwds or [])),
         "-device", "virtio-net-pci,netdev=n0",

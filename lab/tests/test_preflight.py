@@ -16,7 +16,7 @@ from cpuinfer_lab import preflight
 
 REPO = Path(__file__).resolve().parents[2]
 # Programs that run inside the lab's guests, not on the controller: the image recipe brings what they use.
-GUEST_SIDE = {"benchmarks/isolation/guest_runner.py", "benchmarks/slo/slo_runner.py",
+GUEST_SIDE = {"benchmarks/isolation/guest_runner.py", "benchmarks/slo/slo_runner.py", "benchmarks/nohz/nohz_runner.py",
               "benchmarks/build/generation_rate.py", "benchmarks/build/copy_bandwidth.py"}
 SHELL_SCRIPTS = ["scripts/bootstrap", "scripts/lab", "scripts/lab-up", "scripts/test", "benchmarks/run", ".ci/run"]
 SHELL_BUILTINS = set("""

@@ -18,7 +18,7 @@ try:  # the minimum the installed ansible-core's modules check themselves (too l
 except ImportError:  # pragma: no cover - an ansible-core that moved it; 2.17 to 2.19 need 3.8
     MODULES_PYTHON_MIN = (3, 8)
 
-_VERSION = re.compile(r"^(\d+)\.(\d+)$")
+_VERSION = re.compile(r"^([0-9]+)[.]([0-9]+)$")
 
 
 def target_python_problem(probe, host="this host", minimum=None):
