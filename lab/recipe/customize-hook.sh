@@ -33,6 +33,11 @@ if [ -e "$root/lib/systemd/system/haproxy.service" ]; then
   chroot "$root" systemctl disable haproxy.service
 fi
 
+# tuned likewise (amd64): it would apply its recommended profile on every lab host; tests start it
+if [ -e "$root/lib/systemd/system/tuned.service" ]; then
+  chroot "$root" systemctl disable tuned.service
+fi
+
 mkdir -p "$root/etc/systemd/journald.conf.d"
 printf '[Journal]\nStorage=volatile\n' > "$root/etc/systemd/journald.conf.d/lab.conf"
 printf '/dev/vda / ext4 rw,errors=remount-ro 0 1\n' > "$root/etc/fstab"

@@ -69,7 +69,7 @@ def slice_cpus_shown(text):
     return slices
 
 
-def tuning_settings(thp, perf, sysctl, slices_now, plan, inference_slice, irq=None, isolation=None):
+def tuning_settings(thp, perf, sysctl, slices_now, plan, inference_slice, irq=None, isolation=None, tuned=None):
     """One row {setting, wanted, actual, in_sync} per tuned setting, sorted by setting.
 
     thp, perf, sysctl: check-mode results of the modules with the role's values (thp and sysctl:
@@ -78,7 +78,8 @@ def tuning_settings(thp, perf, sysctl, slices_now, plan, inference_slice, irq=No
     converge makes (system.slice and user.slice get its housekeeping CPUs when it splits, the inference
     slice its inference CPUs); irq: the irq_affinity check-mode result where IRQs are kept on the
     housekeeping CPUs, else None; isolation: {wanted: nohz_full CPU list the role asks for ('' for none),
-    running: ansible_facts.cpuinfer.isolation.nohz_full}, or None."""
+    running: ansible_facts.cpuinfer.isolation.nohz_full}, or None; tuned: {active_profile, verify_rc (of
+    tuned-adm verify)} where tuned runs, else None."""
     thp = _result(thp, "thp", ("before", "after"))
     perf = _result(perf, "perf_paranoid", ("previous", "level"))
     sysctl = _result(sysctl, "sysctl", ("before", "after"))
@@ -105,6 +106,11 @@ def tuning_settings(thp, perf, sysctl, slices_now, plan, inference_slice, irq=No
             running = "unsupported: kernel without NO_HZ_FULL"
         if running is not None:
             rows.append(_row("/sys/devices/system/cpu/nohz_full", isolation["wanted"], running))
+    if tuned is not None:
+        tuned = _result(tuned, "tuned", ("active_profile", "verify_rc"))
+        rows.append(_row("tuned active profile", "cpuinfer", tuned["active_profile"]))
+        rows.append(_row("tuned-adm verify", "passed", "passed" if tuned["verify_rc"] == 0 else
+                         "failed (exit %s; tuned's log names the settings)" % tuned["verify_rc"]))
     return sorted(rows, key=lambda row: row["setting"])
 
 

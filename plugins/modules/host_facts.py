@@ -23,6 +23,10 @@ description:
   - Reports under C(os) the distribution and release (read by Ansible's C(sys_info) from
     C(/etc/os-release); on Debian and Ubuntu the names setup gives), the machine and the Python that runs
     modules, which key an engine build, so a converge needs no setup run. Always the live host's, whatever O(root).
+  - Reports under C(isolation) the CPUs the running kernel keeps C(nohz_full) and C(isolated)
+    (C(/sys/devices/system/cpu); C(nohz_full) null where the kernel lacks NO_HZ_FULL), and under C(tuned)
+    whether tuned is installed and running (its pid file, C(/run/tuned/tuned.pid)) and its active profile
+    (C(/etc/tuned/active_profile)).
   - Facts are returned under C(ansible_facts.cpuinfer).
   - Hosts of other architectures (ppc64le, riscv64, s390x, or a C(/proc/cpuinfo) the module cannot
     read) are reported as C(platform=other), C(arch=other) with no ISA and no llama.cpp build class;
@@ -105,6 +109,7 @@ ansible_facts:
         os: {distribution: Debian, release: bookworm, architecture: aarch64, python: "3.11"}
         cpufreq_governor: performance
         isolation: {nohz_full: "2-127", isolated: ""}
+        tuned: {installed: true, running: true, active_profile: throughput-performance}
     cpuinfer_records:
       description: The files of O(records) as they are, by path (C(null) for a named file that is absent).
       type: dict
@@ -114,7 +119,7 @@ ansible_facts:
         /var/lib/cpuinfer/host_tuning_original.json: null
 """
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _cpu_classes, _resctrl, _runtime, _topology
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _cpu_classes, _resctrl, _runtime, _topology, _tuned
 from ansible_collections.cpuinfer.llm.plugins.module_utils._os_identity import os_identity
 from ansible_collections.cpuinfer.llm.plugins.module_utils._records import problems, records
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import format_cpulist
@@ -161,6 +166,7 @@ def gather(root):
         "runtime": _runtime.runtime(root),
         "cpufreq_governor": _topology.cpufreq_governor(root, cpus),
         "isolation": _topology.isolated_cpus(root),
+        "tuned": _tuned.tuned_state(root),
     }
 
 

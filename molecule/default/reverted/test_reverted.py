@@ -41,3 +41,11 @@ def test_the_revert_rebooted_out_of_the_isolation(host):
     assert host.file("/sys/devices/system/cpu/nohz_full").content_string.strip() in ("", "(null)")
     with host.sudo():
         assert "nohz_full" not in host.file("/boot/grub/grub.cfg").content_string
+
+
+def test_tuned_is_back_on_the_profile_it_ran_before(host):
+    with host.sudo():
+        assert host.check_output("tuned-adm active").strip() == "Current active profile: virtual-guest"
+        assert host.run("tuned-adm verify").rc == 0
+        assert not host.file("/etc/tuned/cpuinfer").exists
+        assert not host.file("/var/lib/cpuinfer/tuned_previous_profile").exists

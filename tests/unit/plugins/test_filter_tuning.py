@@ -122,3 +122,15 @@ def test_isolation_row_compares_the_running_kernels_nohz_full():
     assert not [r for r in rows if "nohz" in r["setting"]]  # no NO_HZ_FULL, none wanted: nothing to say
     rows = tuning_settings(thp, perf, sysctl, {}, plan, "x.slice", None, {"wanted": "1", "running": None})
     assert [r["actual"] for r in rows if "nohz" in r["setting"]] == ["unsupported: kernel without NO_HZ_FULL"]
+
+
+def test_tuned_rows_where_tuned_runs():
+    from ansible_collections.cpuinfer.llm.plugins.filter.tuning import tuning_settings
+    args = ({"before": {}, "after": {}}, {"previous": 2, "level": 2}, {"before": {}, "after": {}}, {},
+            {"split": False, "housekeeping": "0", "inference": "0"}, "x.slice", None, None)
+    rows = dict((r["setting"], r) for r in tuning_settings(*args, {"active_profile": "virtual-guest", "verify_rc": 1}))
+    assert rows["tuned active profile"]["actual"] == "virtual-guest" and not rows["tuned active profile"]["in_sync"]
+    assert rows["tuned-adm verify"]["actual"].startswith("failed (exit 1")
+    rows = dict((r["setting"], r) for r in tuning_settings(*args, {"active_profile": "cpuinfer", "verify_rc": 0}))
+    assert rows["tuned active profile"]["in_sync"] and rows["tuned-adm verify"]["in_sync"]
+    assert "tuned-adm verify" not in [r["setting"] for r in tuning_settings(*args)]
