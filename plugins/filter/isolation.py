@@ -60,6 +60,25 @@ def cpumask_hex(cpus):
     return ",".join(["%x" % groups[0]] + ["%08x" % group for group in groups[1:]])
 
 
+def absent_knobs(facts, governor="", epp="", cpu_dma_latency_us=None, isolation="none"):
+    """The latency knobs asked for that this host does not have, each with why (VMs have no cpufreq and
+    no cpuidle driver): reported, not failed."""
+    if not isinstance(facts, Mapping):
+        raise AnsibleFilterError("absent_knobs needs ansible_facts.cpuinfer from cpuinfer.llm.host_facts")
+    absent = []
+    if governor and facts.get("cpufreq_governor") is None:
+        absent.append("cpufreq governor %s: no cpufreq on this host (a VM, or no driver)" % governor)
+    if epp and facts.get("cpufreq_epp") is None:
+        absent.append("energy/performance preference %s: the cpufreq driver has none (intel_pstate or amd-pstate "
+                      "in active mode have one)" % epp)
+    if cpu_dma_latency_us is not None and facts.get("cpuidle_driver") is None:
+        absent.append("idle-state exit latency <= %s us: no cpuidle driver (a VM): held, but it bounds nothing here"
+                      % cpu_dma_latency_us)
+    if isolation != "none" and (facts.get("isolation") or {}).get("nohz_full", "") is None:
+        absent.append("isolation %s: the kernel was built without NO_HZ_FULL" % isolation)
+    return absent
+
+
 class FilterModule:
     def filters(self):
-        return {"isolation_cmdline": isolation_cmdline, "cpumask_hex": cpumask_hex}
+        return {"isolation_cmdline": isolation_cmdline, "cpumask_hex": cpumask_hex, "absent_knobs": absent_knobs}

@@ -190,3 +190,18 @@ def isolated_cpus(root):
             text = "" if text == "(null)" else format_cpulist(parse_cpulist(text))
         found[name] = text
     return found
+
+
+def cpuidle_driver(root):
+    """The cpuidle driver ('intel_idle', 'acpi_idle', 'psci_idle', 'haltpoll'), or None where the host has
+    none (a VM under emulation): there no C-state exists whose exit latency a limit could bound."""
+    driver = _optional(root, CPU_DIR + "/cpuidle/current_driver")
+    return driver if driver and driver != "none" else None
+
+
+def cpufreq_epp(root, cpus):
+    """The energy/performance preference of the first online CPU, or None where the cpufreq driver has none
+    (intel_pstate and amd-pstate in active mode have one; acpi-cpufreq and VMs not)."""
+    if not cpus:
+        return None
+    return _optional(root, "%s/cpu%d/cpufreq/energy_performance_preference" % (CPU_DIR, min(cpus))) or None

@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 import os
 
+from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_decimal
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_path
 
 __metaclass__ = type
@@ -29,7 +30,7 @@ def _text(root, relative):
 def tuned_state(root):
     """{'installed', 'running', 'active_profile'}: running means its pid file names a live process."""
     pid = _text(root, PID_FILE)
-    running = bool(pid) and pid.isdigit() and os.path.isdir(knob_path(root, "/proc/%s" % pid))
+    running = bool(pid) and is_decimal(pid) and os.path.isdir(knob_path(root, "/proc/%s" % pid))
     return {
         "installed": os.path.exists(knob_path(root, "/usr/sbin/tuned")),
         "running": running,

@@ -23,6 +23,8 @@ description:
   - Reports under C(os) the distribution and release (read by Ansible's C(sys_info) from
     C(/etc/os-release); on Debian and Ubuntu the names setup gives), the machine and the Python that runs
     modules, which key an engine build, so a converge needs no setup run. Always the live host's, whatever O(root).
+  - Reports C(cpufreq_epp) (the energy/performance preference, null without one) and C(cpuidle_driver)
+    (null where the host has none, as VMs under emulation).
   - Reports under C(isolation) the CPUs the running kernel keeps C(nohz_full) and C(isolated)
     (C(/sys/devices/system/cpu); C(nohz_full) null where the kernel lacks NO_HZ_FULL), and under C(tuned)
     whether tuned is installed and running (its pid file, C(/run/tuned/tuned.pid)) and its active profile
@@ -108,6 +110,8 @@ ansible_facts:
         runtime: {glibc: "2.36", glibcxx: "3.4.30"}
         os: {distribution: Debian, release: bookworm, architecture: aarch64, python: "3.11"}
         cpufreq_governor: performance
+        cpufreq_epp: balance_performance
+        cpuidle_driver: intel_idle
         isolation: {nohz_full: "2-127", isolated: ""}
         tuned: {installed: true, running: true, active_profile: throughput-performance}
     cpuinfer_records:
@@ -165,6 +169,8 @@ def gather(root):
         "llama_cmake_args": cmake_args,
         "runtime": _runtime.runtime(root),
         "cpufreq_governor": _topology.cpufreq_governor(root, cpus),
+        "cpufreq_epp": _topology.cpufreq_epp(root, cpus),
+        "cpuidle_driver": _topology.cpuidle_driver(root),
         "isolation": _topology.isolated_cpus(root),
         "tuned": _tuned.tuned_state(root),
     }

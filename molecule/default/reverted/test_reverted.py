@@ -29,6 +29,8 @@ def test_values_equal_the_pre_converge_snapshot(host):
     "/usr/local/libexec/cpuinfer-irq-affinity.py",
     "/etc/default/grub.d/91-cpuinfer-isolation.cfg",
     "/etc/tmpfiles.d/cpuinfer-workqueue.conf",
+    "/etc/systemd/system/cpuinfer-cpu-dma-latency.service",
+    "/var/lib/cpuinfer/cpu-dma-latency-us",
 ])
 def test_drop_ins_and_record_are_gone(host, path):
     assert not host.file(path).exists
@@ -49,3 +51,9 @@ def test_tuned_is_back_on_the_profile_it_ran_before(host):
         assert host.run("tuned-adm verify").rc == 0
         assert not host.file("/etc/tuned/cpuinfer").exists
         assert not host.file("/var/lib/cpuinfer/tuned_previous_profile").exists
+
+
+def test_no_latency_request_is_held_after_revert(host):
+    with host.sudo():
+        held = host.check_output("python3 -c \"import struct; print(struct.unpack('=i', open('/dev/cpu_dma_latency', 'rb').read(4))[0])\"")
+    assert int(held) > 2, held  # the kernel's default (2000000000 us): no request

@@ -84,3 +84,13 @@ def test_isolated_cpus_as_the_kernel_shows_them(tmp_path):
     assert _topology.isolated_cpus(str(tmp_path)) == {"nohz_full": "", "isolated": ""}
     write_tree(tmp_path, {CPU + "/nohz_full": "1-3,5\n", CPU + "/isolated": "2\n"})
     assert _topology.isolated_cpus(str(tmp_path)) == {"nohz_full": "1-3,5", "isolated": "2"}
+
+
+def test_cpuidle_driver_and_epp_or_none_where_absent(tmp_path):
+    assert _topology.cpuidle_driver(str(tmp_path)) is None and _topology.cpufreq_epp(str(tmp_path), {0}) is None
+    write_tree(tmp_path, {CPU + "/cpuidle/current_driver": "none\n"})
+    assert _topology.cpuidle_driver(str(tmp_path)) is None  # what a VM under TCG shows
+    write_tree(tmp_path, {CPU + "/cpuidle/current_driver": "intel_idle\n",
+                          CPU + "/cpu0/cpufreq/energy_performance_preference": "balance_performance\n"})
+    assert _topology.cpuidle_driver(str(tmp_path)) == "intel_idle"
+    assert _topology.cpufreq_epp(str(tmp_path), {0, 1}) == "balance_performance"
