@@ -317,13 +317,18 @@ def _launch(spec: VmSpec, log, pin_offset: int = 0) -> VmRecord:
     )
     argv = _qemu_argv(spec, img, vmdir, ssh_port, forwarded, guestfwds)
     (vmdir / "qemu-argv.json").write_text(json.dumps(argv) + "\n", encoding="utf-8")
+    _start_qemu(spec, record, argv, pin_offset, "qemu did not start")
+    return record
+
+
+def _start_qemu(spec: VmSpec, record: VmRecord, argv: list[str], pin_offset: int, failure: str) -> None:
+    """Run qemu (it daemonizes), pin its threads when the spec asks, and keep the VM's record."""
     launch = subprocess.run(argv, capture_output=True, text=True, check=False)
     if launch.returncode != 0:
-        raise LabError(f"VM {spec.name}: qemu did not start: {launch.stderr.strip()}")
+        raise LabError(f"VM {spec.name}: {failure}: {launch.stderr.strip()}")
     if spec.pin:
         record.pinning = _pin(spec.name, pin_offset)
-    (vmdir / "vm.json").write_text(json.dumps(asdict(record), indent=2) + "\n", encoding="utf-8")
-    return record
+    (paths.vm_dir(spec.name) / "vm.json").write_text(json.dumps(asdict(record), indent=2) + "\n", encoding="utf-8")
 
 
 def _pin(name: str, offset: int = 0) -> dict[str, list[int]]:
@@ -353,12 +358,7 @@ def _restart_from_boot_disk(spec: VmSpec, record: VmRecord, timeout: float, log,
     vmdir = paths.vm_dir(spec.name)
     argv = boot_loader.booting_from_disk(json.loads((vmdir / "qemu-argv.json").read_text(encoding="utf-8")))
     (vmdir / "qemu.pid").unlink(missing_ok=True)
-    launch = subprocess.run(argv, capture_output=True, text=True, check=False)
-    if launch.returncode != 0:
-        raise LabError(f"VM {spec.name}: qemu did not start from its boot disk: {launch.stderr.strip()}")
-    if spec.pin:
-        record.pinning = _pin(spec.name, pin_offset)
-    (vmdir / "vm.json").write_text(json.dumps(asdict(record), indent=2) + "\n", encoding="utf-8")
+    _start_qemu(spec, record, argv, pin_offset, "qemu did not start from its boot disk")
     seconds = wait_ready(record, timeout)
     log(f"lab: {spec.name} booted through its own GRUB after {seconds:.1f}s")
 
