@@ -32,8 +32,8 @@ def test_absent_knobs_of_a_vm_are_named_with_why():
     from ansible_collections.cpuinfer.llm.plugins.filter.isolation import absent_knobs
     vm = {"cpufreq_governor": None, "cpufreq_epp": None, "cpuidle_driver": None, "isolation": {"nohz_full": ""}}
     absent = absent_knobs(vm, "performance", "performance", 2, "nohz")
-    assert [a.split(":")[0] for a in absent] == ["cpufreq governor performance", "energy/performance preference performance",
-                                                "idle-state exit latency <= 2 us"]
+    assert [a.split(":")[0] for a in absent] == [
+        "cpufreq governor performance", "energy/performance preference performance", "idle-state exit latency <= 2 us"]
     hardware = {"cpufreq_governor": "powersave", "cpufreq_epp": "balance_power", "cpuidle_driver": "intel_idle",
                 "isolation": {"nohz_full": None}}
     assert absent_knobs(hardware, "performance", "performance", 2, "none") == []
