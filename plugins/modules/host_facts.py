@@ -26,7 +26,8 @@ description:
   - Reports C(cpufreq_epp) (the energy/performance preference, null without one) and C(cpuidle_driver)
     (null where the host has none, as VMs under emulation).
   - Reports under C(isolation) the CPUs the running kernel keeps C(nohz_full) and C(isolated)
-    (C(/sys/devices/system/cpu); C(nohz_full) null where the kernel lacks NO_HZ_FULL), and under C(tuned)
+    (C(/sys/devices/system/cpu); C(nohz_full) null where the kernel lacks NO_HZ_FULL) and the isolation
+    arguments it booted with (C(cmdline), from C(/proc/cmdline)), and under C(tuned)
     whether tuned is installed and running (its pid file, C(/run/tuned/tuned.pid)) and its active profile
     (C(/etc/tuned/active_profile)).
   - Facts are returned under C(ansible_facts.cpuinfer).
@@ -112,7 +113,7 @@ ansible_facts:
         cpufreq_governor: performance
         cpufreq_epp: balance_performance
         cpuidle_driver: intel_idle
-        isolation: {nohz_full: "2-127", isolated: ""}
+        isolation: {nohz_full: "2-127", isolated: "", cmdline: {nohz_full: "2-127", rcu_nocbs: "2-127", irqaffinity: "0-1"}}
         tuned: {installed: true, running: true, active_profile: throughput-performance}
     cpuinfer_records:
       description: The files of O(records) as they are, by path (C(null) for a named file that is absent).
@@ -123,13 +124,25 @@ ansible_facts:
         /var/lib/cpuinfer/host_tuning_original.json: null
 """
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs, _cpu_classes, _resctrl, _runtime, _topology, _tuned
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _bootloader, _cgroupfs, _cpu_classes, _resctrl, _runtime, _topology, _tuned
 from ansible_collections.cpuinfer.llm.plugins.module_utils._os_identity import os_identity
 from ansible_collections.cpuinfer.llm.plugins.module_utils._records import problems, records
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import format_cpulist
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import refuse_if, run_module
 
 ARGUMENT_SPEC = dict(root=dict(type="path", default="/"), records=dict(type="list", elements="path", default=[]))
+
+
+ISOLATION_ARGS = ("nohz_full", "rcu_nocbs", "irqaffinity", "isolcpus", "nohz")
+
+
+def _isolation_cmdline(root):
+    """The isolation arguments the running kernel booted with ({} where /proc/cmdline cannot be read)."""
+    try:
+        running = _bootloader.running_args(root)
+    except _bootloader.BootLoaderError:
+        return {}
+    return dict((key, running[key]) for key in ISOLATION_ARGS if key in running)
 
 
 def gather(root):
@@ -171,7 +184,7 @@ def gather(root):
         "cpufreq_governor": _topology.cpufreq_governor(root, cpus),
         "cpufreq_epp": _topology.cpufreq_epp(root, cpus),
         "cpuidle_driver": _topology.cpuidle_driver(root),
-        "isolation": _topology.isolated_cpus(root),
+        "isolation": dict(_topology.isolated_cpus(root), cmdline=_isolation_cmdline(root)),
         "tuned": _tuned.tuned_state(root),
     }
 

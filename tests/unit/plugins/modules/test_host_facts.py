@@ -180,3 +180,15 @@ def test_a_cpuinfo_with_bytes_that_are_not_utf8_is_read(tmp_path, run_module):
     cpuinfo.write_bytes(cpuinfo.read_bytes().replace(b"model name\t: ", b"model name\t: Xeon\xae \xff "))
     facts = facts_of(run_module, tmp_path)
     assert facts["platform"] == "xeon" and facts["llama_build_class"] == "x86-avx512"
+
+
+def test_isolation_as_the_running_kernel_keeps_it_and_booted_with_it(tmp_path, run_module):
+    xeon_tree(tmp_path)
+    assert facts_of(run_module, tmp_path)["isolation"] == {"nohz_full": None, "isolated": None, "cmdline": {}}
+    (tmp_path / "sys/devices/system/cpu/nohz_full").write_text("1-3\n")
+    (tmp_path / "proc").mkdir(exist_ok=True)
+    (tmp_path / "proc/cmdline").write_text("BOOT_IMAGE=/vmlinuz root=/dev/sda1 nohz_full=1-3 rcu_nocbs=1-3 irqaffinity=0 quiet\n")
+    isolation = facts_of(run_module, tmp_path)["isolation"]
+    assert isolation["nohz_full"] == "1-3"
+    assert isolation["cmdline"] == {"nohz_full": "1-3", "rcu_nocbs": "1-3", "irqaffinity": "0"}
+    assert facts_of(run_module, tmp_path)["tuned"] == {"installed": False, "running": False, "active_profile": None}
