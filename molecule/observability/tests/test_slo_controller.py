@@ -33,13 +33,15 @@ def _decisions(host):
     return [json.loads(line) for line in text.splitlines()]
 
 
-def _wait(what, check, seconds):
+def _wait(what, check, seconds, detail=None):
+    """check() until it is truthy; on giving up, detail() (what was seen instead) goes into the message."""
     deadline = time.monotonic() + seconds
     while True:
         found = check()
         if found:
             return found
-        assert time.monotonic() < deadline, "gave up waiting for " + what
+        if time.monotonic() >= deadline:
+            raise AssertionError("gave up waiting for %s after %d s%s" % (what, seconds, ": %s" % detail() if detail else ""))
         time.sleep(1)
 
 
@@ -91,7 +93,8 @@ def test_best_effort_grows_with_slack_is_cut_under_load_and_the_service_is_never
     calm = len(_decisions(host))
     _client_load(host, 45)
     try:
-        cut = _wait("a cut under load", lambda: [d for d in _decisions(host)[calm:] if d["action"] == "cut"], 90)
+        cut = _wait("a cut under load", lambda: [d for d in _decisions(host)[calm:] if d["action"] == "cut"], 90,
+                    lambda: [(d["action"], d.get("reason")) for d in _decisions(host)[calm:]])
         during = _be(host)
         lc_quota_during = _lc_quota(host)
     finally:
