@@ -14,8 +14,6 @@ from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import CpuLi
 MODES = ("none", "nohz")
 # isolcpus= flags the kernel knows (Documentation/admin-guide/kernel-parameters.txt)
 ISOLCPUS_FLAGS = ("nohz", "domain", "managed_irq")
-# every argument isolation may set, so that turning it off (or reverting) takes all of them away
-ISOLATION_KEYS = ("nohz_full", "rcu_nocbs", "irqaffinity", "isolcpus")
 
 
 def isolation_cmdline(plan, mode="none", isolcpus_flags=None):

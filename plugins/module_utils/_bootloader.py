@@ -20,6 +20,7 @@ import shlex
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_path
+from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import read_file
 
 __metaclass__ = type
 
@@ -32,6 +33,8 @@ _ARG_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # a value lands inside a double-quoted shell assignment (grub.d) and in grubby's argument: no
 # whitespace, quotes, $, backquote or backslash, which either would read differently
 _ARG_VALUE = re.compile(r"^[!#%&()*+,./0-9:;<=>?@A-Z\[\]^_a-z{|}~-]+$")
+# every argument host_tuning's isolation may set (taken away again when it is off)
+ISOLATION_ARGS = ("nohz_full", "rcu_nocbs", "irqaffinity", "isolcpus")
 _DROPIN_LINE = re.compile(r'^GRUB_CMDLINE_LINUX_DEFAULT="\$GRUB_CMDLINE_LINUX_DEFAULT ?(.*)"$')
 
 
@@ -41,10 +44,8 @@ class BootLoaderError(HostError):
 
 def _os_release(root):
     for relative in ("/etc/os-release", "/usr/lib/os-release"):
-        try:
-            with open(knob_path(root, relative), "rb") as handle:
-                text = handle.read().decode("utf-8", "replace")
-        except (IOError, OSError):
+        text = read_file(root, relative)
+        if text is None:
             continue
         fields = {}
         for line in text.splitlines():

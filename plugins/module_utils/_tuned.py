@@ -11,6 +11,7 @@ import os
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_decimal
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_path
+from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import read_file
 
 __metaclass__ = type
 
@@ -20,11 +21,8 @@ ACTIVE_PROFILE = "/etc/tuned/active_profile"
 
 
 def _text(root, relative):
-    try:
-        with open(knob_path(root, relative), "rb") as handle:
-            return handle.read().decode("utf-8", "replace").strip()
-    except (IOError, OSError):
-        return None
+    text = read_file(root, relative)
+    return None if text is None else text.strip()
 
 
 def tuned_state(root):

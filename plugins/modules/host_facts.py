@@ -133,16 +133,13 @@ from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import refuse
 ARGUMENT_SPEC = dict(root=dict(type="path", default="/"), records=dict(type="list", elements="path", default=[]))
 
 
-ISOLATION_ARGS = ("nohz_full", "rcu_nocbs", "irqaffinity", "isolcpus", "nohz")
-
-
 def _isolation_cmdline(root):
     """The isolation arguments the running kernel booted with ({} where /proc/cmdline cannot be read)."""
     try:
         running = _bootloader.running_args(root)
     except _bootloader.BootLoaderError:
         return {}
-    return dict((key, running[key]) for key in ISOLATION_ARGS if key in running)
+    return dict((key, running[key]) for key in _bootloader.ISOLATION_ARGS if key in running)
 
 
 def gather(root):

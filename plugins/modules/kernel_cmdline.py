@@ -114,9 +114,11 @@ ARGUMENT_SPEC = dict(
 
 
 def _run(module, argv):
-    rc, dummy, err = module.run_command(argv)
+    """The command's output; a non-zero exit is a HostError naming the command and its stderr."""
+    rc, out, err = module.run_command(argv)
     if rc != 0:
-        raise HostError("%s failed (exit %d): %s" % (argv[0], rc, (err or "").strip()[-400:]))
+        raise HostError("%s failed (exit %d): %s" % (" ".join(argv[:2]), rc, (err or "").strip()[-400:]))
+    return out
 
 
 def _debian(module, journal, tool, wanted, name):
@@ -144,10 +146,7 @@ def _debian(module, journal, tool, wanted, name):
 
 
 def _rpm(module, journal, tool, wanted, removed_keys):
-    rc, out, err = module.run_command([tool, "--info=ALL"])
-    if rc != 0:
-        raise HostError("grubby --info=ALL failed (exit %d): %s" % (rc, (err or "").strip()[-400:]))
-    entries = _bootloader.parse_grubby_info(out)
+    entries = _bootloader.parse_grubby_info(_run(module, [tool, "--info=ALL"]))
     if not entries:
         raise HostError("grubby --info=ALL lists no boot entry: nothing to write the arguments to")
     keys = set(wanted) | set(removed_keys)
