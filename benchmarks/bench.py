@@ -549,7 +549,7 @@ def slo_markdown(data):
              "best-effort work `stress-ng --cpu 2 --stream 1` beside it. Client load per mode: %s, %d s each. "
              "SLO = 1.25 x the service's p99 inter-token gap alone under the busy load = %.1f ms (alone: %.1f ms). "
              "Modes interleaved, %d repeats: shared (best-effort work in a slice of its own, default weight, every "
-             "CPU), static (host_tuning's best-effort slice: the housekeeping CPU, CPUWeight=1, cpu.idle, no quota), "
+             "CPU), static (host_tuning's best-effort slice: the housekeeping CPU, cpu.idle, no quota), "
              "controller (that slice moved by cpuinfer-slo-controller)." % (
                  phases, data["phase_seconds"], data["slo_p99_ms"], data["calibration_p99_ms"], data["repeats"]), "",
              "| mode | 10-s windows within SLO, median [per repeat] | LC tokens/s | BE cpu bogo-ops/s "

@@ -1,8 +1,9 @@
 """cpuinfer-keep-idle SLICE: give a slice cpu.idle (SCHED_IDLE against its siblings, kernel 5.15+).
 
-systemd 252 (Debian 12) has no setting for cpu.idle, and a slice's cgroup is made anew each time the
-slice starts, so host_tuning runs this from a oneshot unit the slice wants. Where the kernel has no
-cpu.idle the slice's CPUWeight=1 is what stands; that is said, and it is no failure.
+systemd before 252 has no setting for cpu.idle (from 252 on, host_tuning writes CPUWeight=idle and
+systemd keeps it), and a slice's cgroup is made anew each time the slice starts, so host_tuning runs
+this from a oneshot unit the slice wants. Where the kernel has no cpu.idle the slice's CPUWeight=1 is
+what stands; that is said, and it is no failure.
 """
 
 import sys

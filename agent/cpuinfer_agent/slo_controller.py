@@ -181,7 +181,8 @@ class Controller:
         self.state = state
 
     def keep_idle(self):
-        """cpu.idle on the slice each window: systemd 252 cannot set it, and a restarted slice loses it."""
+        """cpu.idle on the slice each window: systemd before 252 cannot set it, and a restarted slice
+        loses it (from 252 on the slice's CPUWeight=idle has systemd keep it: nothing to write)."""
         try:
             group = _cgroupfs.unit_group(self.root, self.config["slice"])
             self.idle_supported = bool(group) and _cgroupfs.keep_idle(self.root, group)

@@ -5,7 +5,7 @@ and busy phases, with best-effort (BE) work on the same host that burns CPU and 
 1. calibrate: the service alone under the busy load; SLO = 1.25 x its p99 inter-token gap.
 2. `repeats` rounds of three modes, in turn, each walking calm, busy, calm, busy phases:
    - shared: BE in a slice of its own with the default weight and every CPU (no control);
-   - static: BE in host_tuning's best-effort slice (housekeeping CPU, CPUWeight=1, cpu.idle), no quota,
+   - static: BE in host_tuning's best-effort slice (housekeeping CPU, cpu.idle), no quota,
      no controller (host_tuning's housekeeping/inference split);
    - controller: the same slice moved by cpuinfer-slo-controller with that SLO.
 Per mode: every client stream's token arrivals (inter-token gaps, by 10-s window), tokens, and

@@ -79,6 +79,24 @@ def fact_groups(facts):
     return ["cpuinfer_" + re.sub(r"[^a-z0-9]+", "_", str(name).lower()).strip("_") for name in names]
 
 
+# The first systemd that knows CPUWeight=idle; it also writes cpu.idle (0 for any other weight) each
+# time it applies a unit's cpu settings: at daemon-reload and at every set-property.
+SYSTEMD_CPU_WEIGHT_IDLE = 252
+
+
+def besteffort_cpu_weight(facts):
+    """The slice's CPUWeight=: 'idle' where systemd sets cpu.idle itself and the kernel has it, else 1
+    (the lowest weight; a oneshot and the SLO controller add cpu.idle where the kernel has it, and an
+    older systemd leaves it alone)."""
+    if not isinstance(facts, Mapping) or "cgroup" not in facts or "runtime" not in facts:
+        raise AnsibleFilterError("besteffort_cpu_weight needs ansible_facts.cpuinfer from cpuinfer.llm.host_facts")
+    systemd = facts["runtime"].get("systemd")
+    if facts["cgroup"].get("cpu_idle") and systemd is not None and systemd >= SYSTEMD_CPU_WEIGHT_IDLE:
+        return "idle"
+    return 1
+
+
 class FilterModule:
     def filters(self):
-        return {"inference_threads": inference_threads, "cpu_plan": cpu_plan, "fact_groups": fact_groups}
+        return {"inference_threads": inference_threads, "cpu_plan": cpu_plan, "fact_groups": fact_groups,
+                "besteffort_cpu_weight": besteffort_cpu_weight}

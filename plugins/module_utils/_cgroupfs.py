@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 import os
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_signed_decimal
+from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_decimal, is_signed_decimal
 from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import (
     knob_exists, knob_path, make_knob_directory, read_knob, remove_knob_directory, write_knob)
@@ -47,6 +47,20 @@ def available_controllers(root, group=""):
     if not knob_exists(root, relative):
         return []
     return sorted(read_knob(root, relative).split())
+
+
+def kernel_has_cpu_idle(root):
+    """Whether the kernel gives cgroups cpu.idle (5.15+, or a backport). A group with the cpu
+    controller shows it or not; with none enabled yet, the kernel's release tells it."""
+    top = knob_path(root, CGROUP_MOUNT)
+    groups = sorted(os.listdir(top)) if os.path.isdir(top) else []
+    with_cpu = [name for name in groups if os.path.isfile(os.path.join(top, name, "cpu.weight"))]
+    if with_cpu:
+        return any(os.path.isfile(os.path.join(top, name, "cpu.idle")) for name in with_cpu)
+    if not knob_exists(root, "/proc/sys/kernel/osrelease"):
+        return False
+    release = [int(part) if is_decimal(part) else 0 for part in read_knob(root, "/proc/sys/kernel/osrelease").strip().split(".")[:2]]
+    return release >= [5, 15]
 
 
 class CgroupError(HostError):

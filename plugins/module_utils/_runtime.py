@@ -2,7 +2,8 @@
 # Copyright: cpuinfer.llm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The C and C++ runtimes a host's programs load: glibc's release and libstdc++'s highest
-GLIBCXX_ symbol version, read from the files under a root (what a shipped binary will meet)."""
+GLIBCXX_ symbol version, read from the files under a root (what a shipped binary will meet); and the
+release of the systemd that runs the units roles write (which settings it knows)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -19,6 +20,9 @@ _GLIBC_BANNER = re.compile(br"GNU C Library [^\n]*?release version ([0-9]+\.[0-9
 # libstdc++.so.6.0.N defines GLIBCXX_3.4.N as its newest symbol version (GCC 5 onwards).
 _LIBSTDCXX_FILE = re.compile(r"^libstdc\+\+\.so\.6\.0\.([0-9]+)\Z")
 _READ_LIMIT = 64 * 1024 * 1024
+# systemd names its private library by release (libsystemd-shared-252.so; some builds add the
+# package's version: libsystemd-shared-252.39-1.so), beside its programs in LIBDIR/systemd.
+_SYSTEMD_SHARED = re.compile(r"^libsystemd-shared-([0-9]+)(?:[.-][^/]*)?\.so\Z")
 
 
 def _find(root, name):
@@ -49,5 +53,16 @@ def glibcxx_version(root):
     return "3.4.%s" % match.group(1) if match else None
 
 
+def systemd_version(root):
+    """252 (systemd's release), or None where the root has no systemd library to tell it."""
+    found = []
+    for pattern in LIBRARY_DIRS:
+        for path in glob.glob(os.path.join(root, pattern, "systemd", "libsystemd-shared-*.so")):
+            match = _SYSTEMD_SHARED.match(os.path.basename(path))
+            if match:
+                found.append(int(match.group(1)))
+    return max(found) if found else None
+
+
 def runtime(root):
-    return {"glibc": glibc_version(root), "glibcxx": glibcxx_version(root)}
+    return {"glibc": glibc_version(root), "glibcxx": glibcxx_version(root), "systemd": systemd_version(root)}

@@ -104,11 +104,11 @@ ansible_facts:
         core_cpus: ["0", "1"]
         caches: [{level: 3, type: Unified, size_bytes: 33554432, cpus: "0-31"}]
         isa: [dotprod, fp16, neon]
-        cgroup: {version: 2, controllers: [cpu, cpuset, io, memory, pids]}
+        cgroup: {version: 2, controllers: [cpu, cpuset, io, memory, pids], cpu_idle: true}
         rdt: {l3_cat: false, l3_cdp: false, l2_cat: false, mba: false, l3_mon: false, mounted: false, kernel: false}
         llama_build_class: arm-armv8.2-a+dotprod+fp16
         llama_cmake_args: ["-DGGML_NATIVE=OFF", "-DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod+fp16"]
-        runtime: {glibc: "2.36", glibcxx: "3.4.30"}
+        runtime: {glibc: "2.36", glibcxx: "3.4.30", systemd: 252}
         os: {distribution: Debian, release: bookworm, architecture: aarch64, python: "3.11"}
         cpufreq_governor: performance
         cpufreq_epp: balance_performance
@@ -171,6 +171,7 @@ def gather(root):
         "cgroup": {
             "version": _cgroupfs.hierarchy_version(root),
             "controllers": _cgroupfs.available_controllers(root),
+            "cpu_idle": _cgroupfs.kernel_has_cpu_idle(root),
         },
         "rdt": _cpu_classes.rdt_support(
             arch, identity["flags"], _resctrl.info_resources(root), bool(mounted), _resctrl.kernel_supports(root)

@@ -1,7 +1,7 @@
 import pytest
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.cpuinfer.llm.plugins.filter.cpus import inference_threads
+from ansible_collections.cpuinfer.llm.plugins.filter.cpus import besteffort_cpu_weight, inference_threads
 
 XEON_8_CORES_HT = ["%d,%d" % (c, c + 8) for c in range(8)]
 
@@ -88,3 +88,19 @@ def test_fact_groups_need_host_facts():
 
     with pytest.raises(AnsibleFilterError, match="host_facts"):
         fact_groups({"cpus": 4})
+
+
+@pytest.mark.parametrize("cpu_idle,systemd,weight", [
+    (True, 252, "idle"),   # systemd writes cpu.idle itself: a numeric weight would have it write 0
+    (True, 249, 1),        # an older systemd leaves cpu.idle to the oneshot
+    (False, 252, 1),       # no cpu.idle in the kernel: idle would leave the default weight
+    (True, None, 1),
+])
+def test_the_best_effort_weight(cpu_idle, systemd, weight):
+    facts = {"cgroup": {"version": 2, "cpu_idle": cpu_idle}, "runtime": {"glibc": "2.36", "systemd": systemd}}
+    assert besteffort_cpu_weight(facts) == weight
+
+
+def test_the_best_effort_weight_needs_the_facts():
+    with pytest.raises(AnsibleFilterError, match="host_facts"):
+        besteffort_cpu_weight({"platform": "xeon"})

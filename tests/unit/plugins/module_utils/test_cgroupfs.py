@@ -87,3 +87,26 @@ def test_a_pressure_trigger_writes_the_kernels_form(tmp_path):
     fd = _cgroupfs.pressure_trigger(str(tmp_path), "g", "memory", 150000, 1000000)
     os.close(fd)
     assert (tmp_path / "sys/fs/cgroup/g/memory.pressure").read_bytes() == b"some 150000 1000000\0"
+
+
+def _group_files(root, group, names):
+    for name in names:
+        path = root / "sys/fs/cgroup" / group / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("0\n")
+
+
+@pytest.mark.parametrize("files,release,has", [
+    ({"system.slice": ["cpu.weight", "cpu.idle"]}, "5.10.0", True),         # a backport shows it
+    ({"system.slice": ["cpu.weight"], "init.scope": []}, "6.1.0", False),   # the group says no, whatever the release
+    ({"system.slice": ["memory.max"]}, "6.1.0-28-amd64", True),             # no cpu controller on: the release
+    ({"system.slice": ["memory.max"]}, "5.10.0-153.oe2203.x86_64", False),
+    ({}, None, False),
+])
+def test_whether_the_kernel_gives_cgroups_cpu_idle(tmp_path, files, release, has):
+    for group, names in files.items():
+        _group_files(tmp_path, group, names)
+    if release:
+        (tmp_path / "proc/sys/kernel").mkdir(parents=True)
+        (tmp_path / "proc/sys/kernel/osrelease").write_text(release + "\n")
+    assert _cgroupfs.kernel_has_cpu_idle(str(tmp_path)) is has

@@ -16,7 +16,8 @@ def _library(root, directory, name, data=b"\x7fELF", target=None):
 def test_rpm_layout_in_lib64(tmp_path):
     _library(tmp_path, "usr/lib64", "libc.so.6", b"junk GNU C Library (GNU libc) stable release version 2.34.\n")
     _library(tmp_path, "usr/lib64", "libstdc++.so.6", target="libstdc++.so.6.0.29")
-    assert _runtime.runtime(str(tmp_path)) == {"glibc": "2.34", "glibcxx": "3.4.29"}
+    _library(tmp_path, "usr/lib64/systemd", "libsystemd-shared-252.so")
+    assert _runtime.runtime(str(tmp_path)) == {"glibc": "2.34", "glibcxx": "3.4.29", "systemd": 252}
 
 
 def test_multiarch_directory_wins_over_a_plain_lib(tmp_path):
@@ -27,4 +28,12 @@ def test_multiarch_directory_wins_over_a_plain_lib(tmp_path):
 
 def test_unknown_names_and_missing_libraries_are_none(tmp_path):
     _library(tmp_path, "lib", "libstdc++.so.6", target="libstdc++-custom.so")
-    assert _runtime.runtime(str(tmp_path)) == {"glibc": None, "glibcxx": None}
+    _library(tmp_path, "usr/lib/systemd", "libsystemd-shared-custom.so")
+    assert _runtime.runtime(str(tmp_path)) == {"glibc": None, "glibcxx": None, "systemd": None}
+
+
+def test_systemd_release_from_its_shared_library_with_or_without_the_package_version(tmp_path):
+    _library(tmp_path, "usr/lib/systemd", "libsystemd-shared-249.11-0ubuntu3.so")
+    assert _runtime.systemd_version(str(tmp_path)) == 249
+    _library(tmp_path, "usr/lib/x86_64-linux-gnu/systemd", "libsystemd-shared-255.so")
+    assert _runtime.systemd_version(str(tmp_path)) == 255

@@ -27,7 +27,8 @@ def test_xeon(tmp_path, run_module):
     assert facts["llama_build_class"] == "x86-avx512"
     assert "-DGGML_AVX512=ON" in facts["llama_cmake_args"] and "-DGGML_AVX512_VNNI=ON" in facts["llama_cmake_args"]
     assert "-DGGML_NATIVE=OFF" in facts["llama_cmake_args"]
-    assert facts["cgroup"] == {"version": 2, "controllers": ["cpu", "cpuset", "hugetlb", "io", "memory", "pids"]}
+    assert facts["cgroup"] == {"version": 2, "controllers": ["cpu", "cpuset", "hugetlb", "io", "memory", "pids"],
+                               "cpu_idle": False}
 
 
 def test_kunpeng_920_from_midr(tmp_path, run_module):
@@ -128,7 +129,9 @@ def test_runtime_versions_from_the_libraries(tmp_path, run_module):
     (libs / "libc.so.6").write_bytes(b"\x7fELF...GNU C Library (Debian GLIBC 2.36-9+deb12u4) stable release version 2.36.\n")
     (libs / "libstdc++.so.6.0.30").write_bytes(b"\x7fELF")
     (libs / "libstdc++.so.6").symlink_to("libstdc++.so.6.0.30")
-    assert facts_of(run_module, tmp_path)["runtime"] == {"glibc": "2.36", "glibcxx": "3.4.30"}
+    (libs / "systemd").mkdir()
+    (libs / "systemd" / "libsystemd-shared-252.so").write_bytes(b"\x7fELF")
+    assert facts_of(run_module, tmp_path)["runtime"] == {"glibc": "2.36", "glibcxx": "3.4.30", "systemd": 252}
 
 
 def test_runtime_unknown_without_libraries(tmp_path, run_module):
@@ -136,7 +139,7 @@ def test_runtime_unknown_without_libraries(tmp_path, run_module):
     lib64 = tmp_path / "lib64"
     lib64.mkdir()
     (lib64 / "libc.so.6").write_bytes(b"\x7fELF musl has no banner")
-    assert facts_of(run_module, tmp_path)["runtime"] == {"glibc": None, "glibcxx": None}
+    assert facts_of(run_module, tmp_path)["runtime"] == {"glibc": None, "glibcxx": None, "systemd": None}
 
 
 def test_cpufreq_governor_of_the_first_online_cpu_or_none(tmp_path, run_module):
