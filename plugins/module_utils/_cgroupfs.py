@@ -11,6 +11,7 @@ from ansible_collections.cpuinfer.llm.plugins.module_utils._decimal import is_de
 from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import (
     knob_exists, knob_path, make_knob_directory, read_knob, remove_knob_directory, write_knob)
+from ansible_collections.cpuinfer.llm.plugins.module_utils._sysctl import kernel_release
 
 __metaclass__ = type
 
@@ -52,15 +53,14 @@ def available_controllers(root, group=""):
 def kernel_has_cpu_idle(root):
     """Whether the kernel gives cgroups cpu.idle (5.15+, or a backport). A group with the cpu
     controller shows it or not; with none enabled yet, the kernel's release tells it."""
-    top = knob_path(root, CGROUP_MOUNT)
-    groups = sorted(os.listdir(top)) if os.path.isdir(top) else []
-    with_cpu = [name for name in groups if os.path.isfile(os.path.join(top, name, "cpu.weight"))]
+    groups = child_groups(root, "") if group_exists(root, "") else []
+    with_cpu = [name for name in groups if knob_exists(root, file_relative(name, "cpu.weight"))]
     if with_cpu:
-        return any(os.path.isfile(os.path.join(top, name, "cpu.idle")) for name in with_cpu)
-    if not knob_exists(root, "/proc/sys/kernel/osrelease"):
+        return any(knob_exists(root, file_relative(name, "cpu.idle")) for name in with_cpu)
+    release = kernel_release(root)
+    if release is None:
         return False
-    release = [int(part) if is_decimal(part) else 0 for part in read_knob(root, "/proc/sys/kernel/osrelease").strip().split(".")[:2]]
-    return release >= [5, 15]
+    return [int(part) if is_decimal(part) else 0 for part in release.split(".")[:2]] >= [5, 15]
 
 
 class CgroupError(HostError):
@@ -110,7 +110,7 @@ def procs(root, group):
 
 
 def child_groups(root, group):
-    base = knob_path(root, group_relative(group))
+    base = knob_path(root, group_relative(group) if group else CGROUP_MOUNT)
     return sorted(name for name in os.listdir(base) if os.path.isdir(os.path.join(base, name)))
 
 

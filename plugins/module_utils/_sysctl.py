@@ -71,6 +71,11 @@ def render_dropin(header, values, notes=()):
     return "".join(lines)
 
 
+def kernel_release(root):
+    """The running kernel's release ('6.1.0-28-amd64'), or None where procfs does not tell it."""
+    return read_knob(root, "/proc/sys/kernel/osrelease") if knob_exists(root, "/proc/sys/kernel/osrelease") else None
+
+
 def kernel_config(root):
     """The running kernel's build options {'CONFIG_X': 'y', 'CONFIG_Y': 'n' (is not set)}, or None
     when no config is readable (/proc/config.gz, else /boot/config-<release>)."""
@@ -82,8 +87,9 @@ def kernel_config(root):
                 text = handle.read()
         except (IOError, OSError):
             text = None
-    if text is None and knob_exists(root, "/proc/sys/kernel/osrelease"):
-        text = read_file(root, "/boot/config-%s" % read_knob(root, "/proc/sys/kernel/osrelease"))
+    release = kernel_release(root) if text is None else None
+    if release is not None:
+        text = read_file(root, "/boot/config-%s" % release)
     if text is None:
         return None
     options = dict(_CONFIG_SET.findall(text))
