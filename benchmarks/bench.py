@@ -534,8 +534,26 @@ def slo_summary(raw):
         if mode == "controller":
             entry["decisions"] = dict((action, sum(1 for run_ in runs for d in run_["decisions"] if d["action"] == action))
                                       for action in ("grow", "cut", "hold", "safe"))
+            after = [d["after"] for run_ in runs for d in run_["decisions"] if "after" in d]
+            if after:
+                entry["lent_share"] = sum(1 for a in after if a["lent_cores"] > 0) / len(after)
         summary[mode] = entry
+    if raw.get("config"):
+        summary["ceiling"] = slo_ceiling(raw["config"])
     return summary
+
+
+def slo_ceiling(config):
+    """The most CPUs best-effort work may run on under the controller against the static split's
+    (its own CPUs), from the controller's configuration."""
+    # the collection as the playbooks see it (scripts/test and benchmarks/run link it there)
+    if str(REPO / ".build" / "collections") not in sys.path:
+        sys.path.insert(0, str(REPO / ".build" / "collections"))
+    from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import parse_cpulist
+    base = len(parse_cpulist(config["base_cpus"]))
+    lendable = sum(len(parse_cpulist(core)) for core in config["lendable_cores"])
+    return {"base_cpus": base, "lendable_cpus": lendable, "be_over_static_max": (base + lendable) / base,
+            "min_percent": config["min_percent"], "step_percent": config["step_percent"]}
 
 
 def slo_markdown(data):
@@ -560,7 +578,7 @@ def slo_markdown(data):
         if not spread_:
             return "-"
         return (fmt + " [%s]") % (spread_["median"], " ".join(fmt % v for v in spread_["per_repeat"]))
-    for mode, entry in data["summary"].items():
+    for mode, entry in ((m, data["summary"][m]) for m in ("shared", "static", "controller")):
         be, over = entry["be_bogo_ops_per_second"], entry["be_over_static"]
         lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
             mode, figure(entry["windows_within"]), figure(entry["lc_tokens_per_second"], "%.1f"),
@@ -570,6 +588,16 @@ def slo_markdown(data):
     met_windows = controller["windows_within"]["median"] >= SLO_GOAL["windows_within"]
     met_work = all(v["median"] >= SLO_GOAL["be_over_static"] for v in controller["be_over_static"].values()) \
         and bool(controller["be_over_static"])
+    ceiling = data["summary"].get("ceiling")
+    if ceiling:
+        lines += ["", "What this VM allows: under the controller best-effort work may run on at most %d CPU(s) against "
+                  "the static split's %d (ceiling %.1fx), and on a lent core only in the time the service leaves idle "
+                  "(the slice runs cpu.idle there): the ceiling needs the service idle all run long. The controller had a "
+                  "core lent in %.0f %% of its windows. It starts at its safe minimum (%d %%) at every start - here at each "
+                  "controller run - and grows %d %% a window up to its own CPU." % (
+                      ceiling["base_cpus"] + ceiling["lendable_cpus"], ceiling["base_cpus"],
+                      ceiling["be_over_static_max"], 100 * controller.get("lent_share", 0.0), ceiling["min_percent"],
+                      ceiling["step_percent"])]
     lines += ["", "Goal (controller: >= %d %% of windows within the SLO and best-effort work >= %.0fx the static "
               "split's): windows %s, work %s." % (SLO_GOAL["windows_within"] * 100, SLO_GOAL["be_over_static"],
                                                   "met" if met_windows else "not met", "met" if met_work else "not met"),
