@@ -545,15 +545,17 @@ def slo_summary(raw):
 
 def slo_ceiling(config):
     """The most CPUs best-effort work may run on under the controller against the static split's
-    (its own CPUs), from the controller's configuration."""
-    # the collection as the playbooks see it (scripts/test and benchmarks/run link it there)
-    if str(REPO / ".build" / "collections") not in sys.path:
-        sys.path.insert(0, str(REPO / ".build" / "collections"))
-    from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import parse_cpulist
-    base = len(parse_cpulist(config["base_cpus"]))
-    lendable = sum(len(parse_cpulist(core)) for core in config["lendable_cores"])
-    return {"base_cpus": base, "lendable_cpus": lendable, "be_over_static_max": (base + lendable) / base,
-            "min_percent": config["min_percent"], "step_percent": config["step_percent"]}
+    (its own CPUs): the controller's own limits from its configuration."""
+    # the agent's package and the collection as the playbooks see it (benchmarks/run links it there)
+    for path in (REPO / "agent", REPO / ".build" / "collections"):
+        if str(path) not in sys.path:
+            sys.path.insert(0, str(path))
+    from cpuinfer_agent.slo_controller import limits_of
+    limits = limits_of(config)
+    lendable = len(limits.lendable_cores)
+    return {"base_cpus": limits.base_cpus, "lendable_cpus": limits.cpus(lendable) - limits.base_cpus,
+            "be_over_static_max": limits.cpus(lendable) / limits.base_cpus,
+            "min_percent": limits.min_percent, "step_percent": limits.step_percent}
 
 
 def slo_markdown(data):
