@@ -12,6 +12,8 @@
   cores      whether this machine's CPUs slow each other down, below any VM (host_cores.py)
   rollout    streamed requests through a front door while a canary rollout restarts every instance:
              failed / truncated / time to first token, without front door, without drain, with drain
+  engines    mainline llama-server vs ik_llama.cpp natively, default vs calibrated threads, against the
+             STREAM-copy bound (engines_bench.py)
 
 Run through benchmarks/run, which sets up the environment (README's command).
 """
@@ -239,6 +241,7 @@ def nohz_markdown(data):
 
 
 LLAMA_VERSION = "0.3.36"
+IK_VERSION = "0.1.5"
 BENCH_BUILD = REPO / ".build" / "bench-build"
 
 
@@ -259,13 +262,14 @@ def controller_build_class():
     return facts["llama_build_class"], facts["llama_cmake_args"]
 
 
-def role_build(build_class, cmake_args):
+def role_build(build_class, cmake_args, source="llama.cpp"):
     """The engine build exactly as roles/llama_server makes it for a host like this machine (same
     script, arguments, cache; in a build root of this machine's release)."""
     files = REPO / "roles" / "llama_server" / "files"
     facts = this_machine_facts()
     runtime = facts["cpuinfer"]["runtime"]
-    argv = [sys.executable, files / "llama_build.py", "--version", LLAMA_VERSION, "--build-class", build_class,
+    version = {"llama.cpp": LLAMA_VERSION, "ik_llama.cpp": IK_VERSION}[source]
+    argv = [sys.executable, files / "llama_build.py", "--engine", source, "--version", version, "--build-class", build_class,
             "--cache", Path.home() / ".cache" / "cpuinfer-llm" / "builds", "--machine", platform.machine(),
             "--python-version", "%d.%d" % sys.version_info[:2], "--distribution", facts["ansible_distribution"],
             "--release", facts["ansible_distribution_release"], "--glibc", runtime["glibc"],
@@ -307,15 +311,40 @@ def role_install(build_class, cmake_args):
     return python, directory, dict(build, install_seconds=install_seconds)
 
 
-def q8_model(role_python):
-    path = MODELS / "llama-250m-q8_0.gguf"
+def q8_model(role_python, name="llama-250m", kind="Q8_0"):
+    path = MODELS / ("%s-%s.gguf" % (name, kind.lower()))
     if not path.exists():
-        f16 = ensure_model("llama-250m")
+        f16 = ensure_model(name)
         code = ("import sys, llama_cpp\n"
-                "p = llama_cpp.llama_model_quantize_default_params(); p.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0\n"
+                "p = llama_cpp.llama_model_quantize_default_params(); p.ftype = getattr(llama_cpp, sys.argv[3])\n"
                 "sys.exit(llama_cpp.llama_model_quantize(sys.argv[1].encode(), sys.argv[2].encode(), p))")
-        run([role_python, "-c", code, f16, path])
+        run([role_python, "-c", code, f16, path, "LLAMA_FTYPE_MOSTLY_" + kind])
     return path
+
+
+def engines(args):
+    """mainline llama-server vs ik_llama.cpp natively (engines_bench.py)."""
+    import engines_bench  # pylint: disable=import-outside-toplevel
+    import hashlib  # pylint: disable=import-outside-toplevel
+
+    problems = machine.check_machine([], args.force, log)
+    build_class, cmake_args = controller_build_class()
+    python, mainline, dummy_build = role_install(build_class, cmake_args)
+    ik = Path(role_build(build_class, cmake_args, "ik_llama.cpp")["archive"][:-len(".tar.gz")])
+    models = {}
+    for spec in args.models:
+        name, kind = spec.split(":")
+        path = q8_model(python, name, kind)
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        meta = json.loads(run([sys.executable, REPO / "roles" / "llama_server" / "files" / "check_gguf.py", path, digest],
+                              stdout=subprocess.PIPE, text=True).stdout)
+        models["%s %s" % (name, kind)] = (path, meta)
+    cores = len(this_machine_facts()["cpuinfer"]["core_cpus"])
+    bandwidth, results = engines_bench.measure(models, {"llama.cpp": mainline, "ik_llama.cpp": ik}, cores, args.rounds,
+                                               args.repetitions, run, log)
+    data = {"environment": environment(), "machine_check": problems, "cores": cores, "rounds": args.rounds,
+            "builds": {"llama.cpp": mainline.name, "ik_llama.cpp": ik.name}, "bandwidth": bandwidth, "models": results}
+    write_report("engines", data, engines_bench.markdown(data))
 
 
 def build(args):
@@ -849,6 +878,12 @@ def main():
     p.add_argument("--reuse", action="store_true", help="use the VM a --keep run left running")
     p.add_argument("--force", action="store_true", help="measure even when the machine is busy (recorded)")
     p.set_defaults(func=concurrency)
+    p = sub.add_parser("engines")
+    p.add_argument("--models", nargs="+", default=["llama-250m:Q8_0", "deepseek2-lite-bench:Q8_0", "deepseek2-lite-bench:Q4_K_M"])
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--repetitions", type=int, default=3, help="llama-bench repetitions in the calibration")
+    p.add_argument("--force", action="store_true")
+    p.set_defaults(func=engines)
     p = sub.add_parser("nohz")
     p.add_argument("--completions", type=int, default=6)
     p.add_argument("--tokens", type=int, default=48)

@@ -4,7 +4,8 @@
 
 Sizes: llama-tiny (functional tests; milliseconds per token natively), llama-bench (lab
 benchmarks), llama-250m (benchmarks on
-real CPUs), deepseek2-tiny (MLA + MoE, the DeepSeek-V2 architecture). The same name and seed
+real CPUs), deepseek2-tiny (MLA + MoE, the DeepSeek-V2 architecture), deepseek2-lite-bench
+(DeepSeek-V2-Lite's shape scaled to ~320M parameters: engine benchmarks). The same name and seed
 always give the same bytes, so a sha256 can be pinned. Optionally quantised with llama.cpp
 (Q8_0, Q4_0, Q4_K_M) when llama_cpp is importable.
 
@@ -37,6 +38,12 @@ SIZES = {
     "deepseek2-tiny": dict(arch="deepseek2", vocab=512, embd=64, layers=3, heads=4, ff=128, ctx=1024, q_lora=32,
                            kv_lora=32, nope=16, rope=8, v_head=16, experts=4, experts_used=2, shared=1, ff_exp=32,
                            dense=1),
+    # DeepSeek-V2-Lite's shape (MLA with its attention sizes, 64 routed experts with 6 active, 2 shared, one
+    # leading dense block) scaled down: ~320M parameters, ~340 MB at Q8_0 and ~190 MB at Q4_K_M, so
+    # several times a server's L3; rows are multiples of 256 so Q4_K_M quantises every matrix.
+    "deepseek2-lite-bench": dict(arch="deepseek2", vocab=8192, embd=1024, layers=6, heads=8, ff=2816, ctx=4096,
+                                 q_lora=256, kv_lora=512, nope=128, rope=64, v_head=128, experts=64, experts_used=6,
+                                 shared=2, ff_exp=256, dense=1),
 }
 
 

@@ -111,11 +111,11 @@ class Prober(threading.Thread):
 
 
 def engine_metrics(units, api_key):
-    """llama-server's own /metrics of each unit that runs it, renamed (an engine that does not
+    """llama.cpp's server's own /metrics of each unit that runs it, renamed (an engine that does not
     answer is left out, not zero)."""
     families = {}
     for unit in units:
-        if unit.engine != "llama-server" or not unit.port:
+        if unit.engine not in unit_metrics.SERVER_ENGINES or not unit.port:
             continue
         request = urllib.request.Request("http://127.0.0.1:%d/metrics" % unit.port,
                                          headers={"Authorization": "Bearer " + api_key} if api_key else {})

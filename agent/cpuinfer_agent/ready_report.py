@@ -18,6 +18,7 @@ import subprocess
 import sys
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import create_parents, read_file, replace_file
+from cpuinfer_agent.unit_metrics import SERVER_ENGINES
 from cpuinfer_agent.wait_ready import journal_tail, unit_state, wait
 
 RUNNING_STATES = ("active", "activating", "reloading")  # a unit starting after the role's restart is on its way
@@ -33,7 +34,7 @@ def parse_instances(specs):
     instances = []
     for spec in specs:
         name, port, engine = spec.rsplit(":", 2)
-        instances.append((name, int(port), "health" if engine == "llama-server" else "completion"))
+        instances.append((name, int(port), "health" if engine in SERVER_ENGINES else "completion"))
     return instances
 
 

@@ -195,6 +195,10 @@ class LatencyHistogram:
 
 ENGINE_PREFIX = "cpuinfer_engine_"
 ENGINE_NAMESPACE = "llamacpp:"
+# Engines that are llama.cpp's HTTP server (mainline's and ik_llama.cpp's): /health, and /metrics in the
+# namespace above (ik_llama.cpp lacks n_decode_total, n_busy_slots_per_decode, n_tokens_max and the
+# speculative-decoding counters; it adds kv_cache_usage_ratio and kv_cache_tokens).
+SERVER_ENGINES = ("llama-server", "ik_llama.cpp")
 
 
 def engine_families(families, unit, text):

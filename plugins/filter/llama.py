@@ -9,6 +9,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.cpuinfer.llm.plugins.filter.cpus import inference_threads, whole_number
+from ansible_collections.cpuinfer.llm.plugins.filter.engine_settings import engine_settings, numa_mode
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import parse_cpulist
 from ansible_collections.cpuinfer.llm.plugins.module_utils._sizes import SizeError, UNLIMITED, format_size, parse_size
 
@@ -19,7 +20,10 @@ CACHE_TYPE_BYTES = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0"
 # Memory an engine needs besides weights and KV cache: its code, compute buffers for one ubatch, the
 # HTTP server (and for the Python engine the interpreter and its libraries). Measured on the lab's
 # tiny models (docs/llama_server.md); larger models add compute buffers that the factors below cover.
-ENGINE_OVERHEAD = {"llama-server": 96 * MIB, "llama-cpp-python": 192 * MIB}
+ENGINE_OVERHEAD = {"llama-server": 96 * MIB, "ik_llama.cpp": 96 * MIB, "llama-cpp-python": 192 * MIB}
+# The tree each engine is built from (roles/llama_server/files/engine_sources.py); the engines that are
+# llama.cpp's HTTP server (slots, /health, /metrics, the unit's key as a file) are those with flags.
+ENGINE_SOURCE = {"llama-server": "llama.cpp", "llama-cpp-python": "llama.cpp", "ik_llama.cpp": "ik_llama.cpp"}
 HIGH_FACTOR = 1.15
 MAX_FACTOR = 1.35
 
@@ -43,14 +47,21 @@ def model_memory(model, n_ctx, parallel=1, cache_type_k="f16", cache_type_v="f16
             "memory_high": _mib_up(need * HIGH_FACTOR), "memory_max": _mib_up(need * MAX_FACTOR)}
 
 
-def extra_args_problems(name, args, allowed):
-    """Words of extra_args that are not an allowed flag or a flag's value."""
+def extra_args_problems(name, args, flags, engine="llama-server"):
+    """Words of extra_args that are not a flag the engine allows (flags: engine -> allowed flags) or a flag's value."""
     problems = []
+    allowed = flags.get(engine, [])
     for index, word in enumerate(args or []):
+        flag = word.split("=", 1)[0] if isinstance(word, str) else None
+        others = sorted(other for other, listed in flags.items() if other != engine and flag in listed)
         if not isinstance(word, str):
             problems.append("instance %s: extra_args[%d] %r is not text" % (name, index, word))
-        elif word.startswith("-") and word.split("=", 1)[0] not in allowed:
-            problems.append("instance %s: extra_args flag %s is not allowed (allowed: %s)" % (name, word, ", ".join(allowed)))
+        elif word.startswith("-") and flag not in allowed and others:
+            problems.append("instance %s: extra_args flag %s is %s's; engine %s has no such flag" % (
+                name, word, " and ".join(others), engine))
+        elif word.startswith("-") and flag not in allowed:
+            problems.append("instance %s: extra_args flag %s is not allowed for engine %s (allowed: %s)" % (
+                name, word, engine, ", ".join(allowed)))
         elif not word.startswith("-") and (index == 0 or not str(args[index - 1]).startswith("-")):
             problems.append("instance %s: extra_args word %r follows no flag" % (name, word))
     return problems
@@ -129,12 +140,16 @@ def _placed(given, defaults, cpu_plan, numa_nodes, problems):
             for index, (suffix, node, cpus) in enumerate(domains)]
 
 
-def llama_instances(instances, defaults, allowed_cpus, core_cpus, models, extra_flags, cpu_plan=None, numa_nodes=None):
+def llama_instances(instances, defaults, allowed_cpus, core_cpus, models, extra_flags, cpu_plan=None, numa_nodes=None,
+                    calibrations=None):
     """{'instances': [...], 'problems': [...]}: each instance with the role's defaults, the unit's CPUs,
-    its thread count and its memory limits (derived from models[name], check_gguf.py's metadata,
-    where not given), an instance with placement per_node or per_l3 copied once per NUMA node or L3
-    domain of cpu_plan; problems lists every request the role must refuse, all at once."""
+    its engine, threads and ubatch (given, else its model's calibration on this class - calibrations:
+    model sha256 -> results - else derived), its --numa mode (given, else from its placement) and its
+    memory limits (derived from models[name], check_gguf.py's metadata, where not given), an instance
+    with placement per_node or per_l3 copied once per NUMA node or L3 domain of cpu_plan; problems lists
+    every request the role must refuse, all at once."""
     result, problems = [], []
+    flags = extra_flags if isinstance(extra_flags, dict) else {"llama-server": list(extra_flags or [])}
     placed = []
     for given in instances or []:
         placed += _placed(given, defaults, cpu_plan, numa_nodes, problems)
@@ -143,13 +158,6 @@ def llama_instances(instances, defaults, allowed_cpus, core_cpus, models, extra_
         instance["allowed_cpus"] = allowed_cpus or ""
         instance.update(given)
         name = instance.get("name", "?")
-        if whole_number(instance["parallel"], "instance %s: parallel" % name) < 1:
-            problems.append("instance %s: parallel must be at least 1" % name)
-        if instance["engine"] == "llama-cpp-python" and int(instance["parallel"]) != 1:
-            problems.append("instance %s: the llama-cpp-python engine serves one request at a time; use engine "
-                            "llama-server for parallel %s" % (name, instance["parallel"]))
-        problems += extra_args_problems(name, instance.get("extra_args"), extra_flags)
-        instance["memory_high"], instance["memory_max"] = _memory(instance, (models or {}).get(instance["base_name"]), problems)
         if instance.get("best_effort"):
             # batch serving in the best-effort slice: its CPUs are the slice's (housekeeping, and cores
             # slo_controller lends), so the unit sets none; threads fit the housekeeping cores
@@ -157,9 +165,27 @@ def llama_instances(instances, defaults, allowed_cpus, core_cpus, models, extra_
                 problems.append("instance %s: best_effort runs in the best-effort slice, not placed per domain" % name)
             instance["allowed_cpus"] = given.get("allowed_cpus") or ""
             own = instance["allowed_cpus"] or (cpu_plan or {}).get("housekeeping") or ""
-            instance["threads"] = inference_threads(core_cpus, own, instance.get("cpu_quota") or 0)
+            cores = inference_threads(core_cpus, own, instance.get("cpu_quota") or 0)
         else:
-            instance["threads"] = inference_threads(core_cpus, instance["allowed_cpus"], instance.get("cpu_quota") or 0)
+            cores = inference_threads(core_cpus, instance["allowed_cpus"], instance.get("cpu_quota") or 0)
+            if not instance.get("numa"):
+                instance["numa"] = numa_mode(instance["allowed_cpus"], name != instance["base_name"], numa_nodes)
+        if instance["engine"] not in ENGINE_SOURCE:
+            problems.append("instance %s: engine %r is not one of %s" % (name, instance["engine"], ", ".join(sorted(ENGINE_SOURCE))))
+            continue
+        instance["cores"] = cores
+        engine_settings(instance, given, cores, calibrations, problems)
+        if whole_number(instance["parallel"], "instance %s: parallel" % name) < 1:
+            problems.append("instance %s: parallel must be at least 1" % name)
+        if instance["engine"] == "llama-cpp-python" and int(instance["parallel"]) != 1:
+            problems.append("instance %s: the llama-cpp-python engine serves one request at a time; use engine "
+                            "llama-server for parallel %s" % (name, instance["parallel"]))
+        instance["source"] = ENGINE_SOURCE[instance["engine"]]
+        instance["http_server"] = instance["engine"] != "llama-cpp-python"
+        if instance.get("extra_args") and not instance["http_server"]:
+            problems.append("instance %s: extra_args are llama.cpp server flags; engine %s takes none" % (name, instance["engine"]))
+        problems += extra_args_problems(name, instance.get("extra_args"), flags, instance["engine"])
+        instance["memory_high"], instance["memory_max"] = _memory(instance, (models or {}).get(instance["base_name"]), problems)
         instance["ctx_total"] = int(instance["n_ctx"]) * int(instance["parallel"])
         result.append(instance)
     for what in ("name", "port"):
@@ -177,15 +203,29 @@ def _older(a, b):
     return a if tuple(int(x) for x in a.split(".")) <= tuple(int(x) for x in b.split(".")) else b
 
 
+def llama_build_sources(instances, default_engine="llama-server"):
+    """The engine sources (ENGINE_SOURCE's values) that a host's instances need built, sorted."""
+    sources = set()
+    for instance in instances or []:
+        engine = instance.get("engine") or default_engine
+        if engine not in ENGINE_SOURCE:
+            raise AnsibleFilterError("instance %s: engine %r is not one of %s"
+                                     % (instance.get("name", "?"), engine, ", ".join(sorted(ENGINE_SOURCE))))
+        sources.add(ENGINE_SOURCE[engine])
+    return sorted(sources)
+
+
 def llama_build_classes(hosts, hostvars, kleidiai_classes=(), build_hosts=None):
-    """One build per (CPU class, distribution, release, Python) among hosts that run instances, for
-    the oldest glibc/libstdc++ among them; KleidiAI added to the aarch64 classes named; the build
-    host named for the class, else for its machine, else None (the controller)."""
+    """One build per (engine source, CPU class, distribution, release, Python) among hosts that run
+    instances (each host's __llama_server_build_sources), for the oldest glibc/libstdc++ among them;
+    KleidiAI added to mainline builds of the aarch64 classes named; the build host named for the
+    class, else for its machine, else None (the controller)."""
     build_hosts = build_hosts or {}
     builds = {}
     for host in hosts:
         variables = hostvars[host]
-        if not variables.get("__llama_server_needs_build"):
+        sources = variables.get("__llama_server_build_sources") or []
+        if not sources:
             continue
         cpu = variables["ansible_facts"]["cpuinfer"]
         runtime, system = cpu.get("runtime") or {}, cpu.get("os")
@@ -194,26 +234,32 @@ def llama_build_classes(hosts, hostvars, kleidiai_classes=(), build_hosts=None):
         if not system:
             raise AnsibleFilterError("%s: host_facts of this release (with os) are needed to key its build" % host)
         python = system["python"]
-        cmake_args = list(cpu["llama_cmake_args"])
-        if cpu["llama_build_class"] in kleidiai_classes:
-            if cpu["arch"] != "aarch64":
-                raise AnsibleFilterError("KleidiAI is for aarch64 classes; %s is %s" % (cpu["llama_build_class"], cpu["arch"]))
-            cmake_args.append("-DGGML_CPU_KLEIDIAI=ON")
-        key = (cpu["llama_build_class"], system["distribution"], system["release"], python)
-        build = builds.setdefault(key, {
-            "build_class": cpu["llama_build_class"], "cmake_args": cmake_args, "machine": system["architecture"],
-            "python": python, "distribution": system["distribution"], "release": system["release"],
-            "glibc": runtime["glibc"], "glibcxx": runtime.get("glibcxx"), "hosts": [],
-            "build_host": build_hosts.get(cpu["llama_build_class"]) or build_hosts.get(system["architecture"])})
-        build["glibc"] = _older(build["glibc"], runtime["glibc"])
-        build["glibcxx"] = _older(build["glibcxx"], runtime.get("glibcxx"))
-        build["hosts"].append(host)
+        for source in sources:
+            cmake_args = list(cpu["llama_cmake_args"])
+            if cpu["llama_build_class"] in kleidiai_classes and source == "llama.cpp":
+                if cpu["arch"] != "aarch64":
+                    raise AnsibleFilterError("KleidiAI is for aarch64 classes; %s is %s" % (cpu["llama_build_class"], cpu["arch"]))
+                cmake_args.append("-DGGML_CPU_KLEIDIAI=ON")
+            key = (source, cpu["llama_build_class"], system["distribution"], system["release"], python)
+            build = builds.setdefault(key, {
+                "source": source, "build_class": cpu["llama_build_class"], "cmake_args": cmake_args,
+                "machine": system["architecture"], "python": python, "distribution": system["distribution"],
+                "release": system["release"], "glibc": runtime["glibc"], "glibcxx": runtime.get("glibcxx"), "hosts": [],
+                "build_host": build_hosts.get(cpu["llama_build_class"]) or build_hosts.get(system["architecture"])})
+            build["glibc"] = _older(build["glibc"], runtime["glibc"])
+            build["glibcxx"] = _older(build["glibcxx"], runtime.get("glibcxx"))
+            build["hosts"].append(host)
     return [builds[key] for key in sorted(builds)]
 
 
-def llama_build_argv(build, version, mirror, constraints):
-    """llama_build.py's arguments for one entry of llama_build_classes (no --cache, no --plan)."""
-    argv = ["--version", version, "--build-class", build["build_class"], "--machine", build["machine"],
+def llama_build_argv(build, versions, mirror, constraints):
+    """llama_build.py's arguments for one entry of llama_build_classes (no --cache, no --plan); versions:
+    engine source -> pinned release (a string: mainline's)."""
+    source = build.get("source", "llama.cpp")
+    version = versions.get(source) if isinstance(versions, dict) else versions
+    if not version:
+        raise AnsibleFilterError("no pinned release of %s among %s" % (source, versions))
+    argv = ["--engine", source, "--version", version, "--build-class", build["build_class"], "--machine", build["machine"],
             "--python-version", build["python"], "--distribution", build["distribution"], "--release", build["release"],
             "--glibc", build["glibc"], "--mirror", mirror, "--constraints", constraints]
     if build.get("glibcxx"):
@@ -224,4 +270,5 @@ def llama_build_argv(build, version, mirror, constraints):
 class FilterModule:
     def filters(self):
         return {"llama_instances": llama_instances, "model_memory": model_memory,
-                "llama_build_classes": llama_build_classes, "llama_build_argv": llama_build_argv}
+                "llama_build_classes": llama_build_classes, "llama_build_argv": llama_build_argv,
+                "llama_build_sources": llama_build_sources}

@@ -5,6 +5,7 @@ A pinned sum that the generator no longer makes fails only on a VM otherwise (th
 minutes into a converge."""
 
 import hashlib
+import json
 import re
 import subprocess
 import sys
@@ -75,3 +76,35 @@ def test_json_punctuation_has_pieces_of_its_own(generated, piece):
     dummy, tokens = _metadata(generated["llama-tiny"])
     assert piece in tokens
     assert len(tokens) == len(set(tokens)), "a piece listed twice"
+
+
+def test_the_deepseek_benchmark_model_has_deepseek_v2_lites_shape():
+    """issue 39: MLA with V2-Lite's attention sizes, 64 routed experts with 6 active, 2 shared; every row a
+    multiple of 256 (Q4_K_M quantises each matrix, none falls back to another type); weights several
+    times a 32 MiB L3 at 4.5 bits a weight."""
+    sys.path.insert(0, str(GENERATOR.parent))
+    import make_gguf_model  # noqa: E402 pylint: disable=import-outside-toplevel
+
+    spec = make_gguf_model.SIZES["deepseek2-lite-bench"]
+    assert (spec["arch"], spec["experts"], spec["experts_used"], spec["shared"]) == ("deepseek2", 64, 6, 2)
+    assert (spec["kv_lora"], spec["rope"], spec["nope"], spec["v_head"]) == (512, 64, 128, 128)
+    assert all(spec[key] % 256 == 0 for key in ("embd", "ff", "ff_exp", "q_lora", "kv_lora"))
+    experts = spec["experts"] * 3 * spec["ff_exp"] * spec["embd"] * (spec["layers"] - spec["dense"])
+    assert experts * 4.5 / 8 > 4 * 32 * 2 ** 20
+
+
+def test_a_token_reads_the_active_experts_share_of_a_moe_model(tmp_path):
+    """check_gguf.py's bytes_per_token, the denominator of the decode bound calibrations report."""
+    path = tmp_path / "deepseek2-tiny.gguf"
+    subprocess.run([sys.executable, str(GENERATOR), "deepseek2-tiny", str(path)], check=True, capture_output=True)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    checker = REPO / "roles" / "llama_server" / "files" / "check_gguf.py"
+    meta = json.loads(subprocess.run([sys.executable, str(checker), str(path), digest], check=True,
+                                     capture_output=True, text=True).stdout)
+    reader = gguf.GGUFReader(str(path))
+    experts = sum(int(t.n_bytes) for t in reader.tensors if "_exps." in t.name)
+    embedding = next(int(t.n_bytes) for t in reader.tensors if t.name == "token_embd.weight")
+    dense = sum(int(t.n_bytes) for t in reader.tensors) - experts - embedding
+    # deepseek2-tiny routes each token to 2 of 4 experts and reads one row of a 512-token embedding
+    assert meta["bytes_per_token"] == dense + experts * 2 // 4 + embedding // 512
+    assert meta["bytes_per_token"] < meta["bytes"]

@@ -5,7 +5,8 @@ process on a malformed file, so a bad model is caught here with a message instea
 
 Prints JSON {"sha256", "architecture", "tensors", "bytes", "layers", "head_count", "head_count_kv",
 "key_length", "value_length", "context_length"} (the shape the KV cache and so the memory limits
-follow from); exits 1 with a reason when the file is not a readable GGUF or its sha256 differs.
+follow from) and "bytes_per_token" (weights one decoded token reads: the bound memory bandwidth puts on
+decode, reported beside calibrations); exits 1 with a reason when the file is not a readable GGUF or its sha256 differs.
 """
 
 import hashlib
@@ -33,7 +34,7 @@ def main():
         sys.stderr.write("%s is not a usable GGUF model: %s\n" % (path, exc))
         return 1
     print(json.dumps(dict(shape, sha256=expected, architecture=architecture, tensors=len(reader.tensors),
-                          bytes=os.path.getsize(path))))
+                          bytes=os.path.getsize(path), bytes_per_token=bytes_per_token(reader, architecture))))
     return 0
 
 
@@ -52,6 +53,25 @@ def attention_shape(reader, architecture):
     return {"layers": value("block_count"), "head_count": heads, "head_count_kv": value("attention.head_count_kv", heads),
             "key_length": value("attention.key_length", head_size), "value_length": value("attention.value_length", head_size),
             "context_length": value("context_length")}
+
+
+def bytes_per_token(reader, architecture):
+    """Every weight matrix once, a routed expert matrix at its share (experts used / experts), the
+    token embedding's one row: what decoding one token reads from memory."""
+    def value(key):
+        field = reader.fields.get("%s.%s" % (architecture, key))
+        return int(field.contents()) if field is not None else 0
+
+    used, experts = value("expert_used_count"), value("expert_count")
+    total = 0
+    for tensor in reader.tensors:
+        size = int(tensor.n_bytes)
+        if tensor.name == "token_embd.weight":
+            size //= max(int(tensor.shape[-1]), 1)
+        elif "_exps." in tensor.name and experts:
+            size = size * used // experts
+        total += size
+    return total
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 # Copyright: cpuinfer.llm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Build the inference engine once per CPU class and host release, from the pinned
-llama-cpp-python source, into one archive that hosts unpack and use offline.
+"""Build the inference engine once per engine source, CPU class and host release, from a pinned
+sdist, into one archive that hosts unpack and use offline.
 
-One compile serves both engines: llama.cpp's own `llama-server` and the shared libraries
-(libllama, libggml*) come from one CMake build of the llama.cpp tree that the llama-cpp-python
-sdist vendors; the llama-cpp-python wheel is built without compiling (LLAMA_BUILD=OFF) and the
-hosts put those same libraries into its package. One pin, one llama.cpp, one compile per class.
+Sources (engine_sources.py): mainline llama.cpp as llama-cpp-python vendors it, ik_llama.cpp as
+ik-llama-cpp-python does. For mainline one compile serves two engines: `llama-server` and the shared
+libraries (libllama, libggml*) come from one CMake build of the vendored tree; the llama-cpp-python
+wheel is built without compiling (LLAMA_BUILD=OFF) and the hosts put those same libraries into its
+package. Every build also holds the tree's `llama-bench`, which calibration runs.
 
 The compile runs in a build root of the hosts' release (build_root.py): the engine links against
 the glibc and libstdc++ the hosts have, and aarch64 classes are cross-compiled there from an x86_64
@@ -15,18 +16,19 @@ release and machine). Whatever made it, every ELF file is checked against the ho
 newest GLIBC_/GLIBCXX_ version) before the archive is handed out (artifact_check.py).
 
 Cache (--cache):
-  sources/llama_cpp_python-VERSION.tar.gz   the sdist, fetched once per version with pip
+  sources/SDIST-VERSION.tar.gz   the sdist, fetched once per package and version with pip
   roots/RELEASE-MACHINE-HASH/               build roots
-  KEY/        wheel, deps/ (the server extra's wheels for the hosts), engine/ (llama-server, lib*.so),
-              manifest.json
+  KEY/        engine/ (llama-server, llama-bench, lib*.so), manifest.json; for mainline also the wheel
+              and deps/ (the server extra's wheels for the hosts)
   KEY.tar.gz  the same, one archive to ship: one transfer and one unpack per host
   KEY.build.log
-KEY = VERSION-CLASS-RELEASE-hash(CMake arguments, machine, Python, dependency pins, BUILDER_VERSION).
+KEY = [ik-]VERSION-CLASS-RELEASE-hash(source, CMake arguments, machine, Python, dependency pins, BUILDER_VERSION).
 An archive already in the cache is used whatever this machine is (a preloaded cache).
 
 Prints one JSON object: {"key", "archive", "built", "manifest"}. With --plan (check mode) nothing is
 built: "built" says whether a real run would build, "archive" is null until it exists.
-Exit codes: 1 the build failed, 2 it cannot be built here, 3 the build does not fit the hosts.
+Exit codes: 1 the build failed, 2 it cannot be built here (or the source lacks a class option), 3 the
+build does not fit the hosts.
 """
 
 import argparse
@@ -45,19 +47,10 @@ import time
 import zipfile
 
 import build_root
+import engine_sources
 
 # Bump when a change here changes what lands in the archive.
-BUILDER_VERSION = 3
-ENGINE_TARGET = "llama-server"
-# llama.cpp's tree as the engine needs it: shared libraries for the Python package, no tests or
-# examples, nothing fetched at build time (the prebuilt web UI comes from a download), no TLS in
-# the server (a proxy in front terminates it), libraries found beside the binary ($ORIGIN).
-ENGINE_CMAKE_ARGS = [
-    "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=ON", "-DCMAKE_BUILD_RPATH_USE_ORIGIN=ON",
-    "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
-    "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_CURL=OFF",
-    "-DLLAMA_OPENSSL=OFF",
-]
+BUILDER_VERSION = 4
 # The Python package without its own compile: the hosts give it the engine's libraries.
 WHEEL_CMAKE_ARGS = ["-DLLAMA_BUILD=OFF", "-DLLAVA_BUILD=OFF"]
 
@@ -66,13 +59,17 @@ def cache_key(args):
     pins = open(args.constraints, encoding="utf-8").read() if args.constraints else ""
     material = [args.version, args.build_class, args.distribution, args.release, args.machine, args.python_version,
                 pins, "builder %d" % BUILDER_VERSION] + sorted(args.cmake_arg)
+    if args.engine != "llama.cpp":  # mainline's keys stay what they were
+        material.append("source " + args.engine)
     digest = hashlib.sha256("\n".join(material).encode()).hexdigest()[:12]
-    return "%s-%s-%s-%s" % (args.version, args.build_class, args.release, digest)
+    prefix = engine_sources.SOURCES[args.engine]["key_prefix"]
+    return "%s%s-%s-%s-%s" % (prefix, args.version, args.build_class, args.release, digest)
 
 
-def engine_configure_argv(source, build_dir, class_args):
-    return ["cmake", "-S", os.path.join(source, "vendor", "llama.cpp"), "-B", build_dir, "-G", "Ninja"] \
-        + ENGINE_CMAKE_ARGS + list(class_args)
+def engine_configure_argv(engine, source, build_dir, class_args):
+    spec = engine_sources.SOURCES[engine]
+    return ["cmake", "-S", os.path.join(source, "vendor", spec["vendor"]), "-B", build_dir, "-G", "Ninja"] \
+        + spec["cmake_args"] + engine_sources.class_args(engine, class_args)
 
 
 def requirements_of(wheel, extra):
@@ -110,14 +107,20 @@ def extract(tarball, destination):
         tar.extractall(destination, **safe)  # nosec: our sdist or our own archives, filtered
 
 
-def fetch_source(cache, version, log):
-    """The sdist of llama-cpp-python, once per version (pip, so the user's index settings apply)."""
+def source_dir(engine, version):
+    """The directory the sdist unpacks into."""
+    return "%s-%s" % (engine_sources.SOURCES[engine]["sdist"], version)
+
+
+def fetch_source(cache, engine, version, log):
+    """The engine source's sdist, once per version (pip, so the user's index settings apply)."""
+    package = engine_sources.SOURCES[engine]["package"]
     sources = os.path.join(cache, "sources")
-    sdist = os.path.join(sources, "llama_cpp_python-%s.tar.gz" % version)
+    sdist = os.path.join(sources, source_dir(engine, version) + ".tar.gz")
     if not os.path.exists(sdist):
         download = tempfile.mkdtemp(prefix="sdist-", dir=cache)
-        _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "llama-cpp-python",
-              "-d", download, "llama-cpp-python==%s" % version], log)
+        _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", package,
+              "-d", download, "%s==%s" % (package, version)], log)
         os.makedirs(sources, exist_ok=True)
         os.rename(os.path.join(download, os.path.basename(sdist)), sdist)
         shutil.rmtree(download)
@@ -125,10 +128,10 @@ def fetch_source(cache, version, log):
 
 
 def collect_engine(binaries, engine):
-    """llama-server and the shared libraries of a finished build, into engine/."""
+    """llama-server, llama-bench and the shared libraries of a finished build, into engine/."""
     os.makedirs(engine)
     for name in sorted(os.listdir(binaries)):
-        if name == ENGINE_TARGET or ".so" in name:
+        if name in engine_sources.TARGETS or ".so" in name:
             # symlinks stay links (libllama.so -> libllama.so.0 ...): the loader needs each name once
             path = os.path.join(binaries, name)
             if os.path.islink(path):
@@ -137,14 +140,15 @@ def collect_engine(binaries, engine):
                 shutil.copy2(path, os.path.join(engine, name))
 
 
-def compile_steps(source, build_dir, class_args, toolchain_args):
-    return [engine_configure_argv(source, build_dir, list(class_args) + list(toolchain_args)),
-            ["cmake", "--build", build_dir, "--target", ENGINE_TARGET, "--parallel", str(os.cpu_count() or 1)]]
+def compile_steps(engine, source, build_dir, class_args, toolchain_args):
+    return [engine_configure_argv(engine, source, build_dir, list(class_args) + list(toolchain_args)),
+            ["cmake", "--build", build_dir, "--target", *engine_sources.TARGETS, "--parallel", str(os.cpu_count() or 1)]]
 
 
-def build_engine_here(source, work, class_args, log, env):
+def build_engine_here(engine, source, work, class_args, log, env):
+    engine_sources.complete(engine, source)
     build_dir = os.path.join(work, "build")
-    for step in compile_steps(source, build_dir, class_args, []):
+    for step in compile_steps(engine, source, build_dir, class_args, []):
         _run(step, log, env)
     collect_engine(os.path.join(build_dir, "bin"), os.path.join(work, "engine"))
     shutil.rmtree(build_dir, ignore_errors=True)
@@ -156,10 +160,11 @@ def build_engine_in_root(tree, sdist, args, work, log, env):
     inside = tempfile.mkdtemp(prefix="engine-", dir=os.path.join(tree, "work"))
     try:
         extract(sdist, inside)
+        engine_sources.complete(args.engine, os.path.join(inside, source_dir(args.engine, args.version)))
         workdir = "/work/" + os.path.basename(inside)
-        source = "%s/llama_cpp_python-%s" % (workdir, args.version)
+        source = "%s/%s" % (workdir, source_dir(args.engine, args.version))
         toolchain = build_root.cmake_toolchain_args(args.machine)
-        for step in compile_steps(source, workdir + "/build", args.cmake_arg, toolchain):
+        for step in compile_steps(args.engine, source, workdir + "/build", args.cmake_arg, toolchain):
             build_root.run_in(tree, step, log, env, workdir)
         collect_engine(os.path.join(inside, "build", "bin"), os.path.join(work, "engine"))
         return toolchain
@@ -222,18 +227,19 @@ def build(args, key, target, log):
     env = dict(os.environ)
     env.pop("SOURCE_DATE_EPOCH", None)  # it turns every ISA flag off in llama.cpp's build
     env["CMAKE_BUILD_PARALLEL_LEVEL"] = str(os.cpu_count() or 1)
-    sdist = fetch_source(args.cache, args.version, log)
+    sdist = fetch_source(args.cache, args.engine, args.version, log)
     started = time.monotonic()
     seconds = {}
     scratch = tempfile.mkdtemp(prefix="llama-build-", dir=args.cache)
     try:
         work = os.path.join(scratch, key)
         os.makedirs(work)
-        log.write("building %s for %s (%s %s): %s\n" % (ENGINE_TARGET, args.build_class, args.distribution,
-                                                        args.release, " ".join(args.cmake_arg)))
+        log.write("building %s %s for %s (%s %s): %s\n" % (args.engine, args.version, args.build_class, args.distribution,
+                                                           args.release, " ".join(args.cmake_arg)))
         if args.build_root == "none":
             extract(sdist, scratch)
-            build_engine_here(os.path.join(scratch, "llama_cpp_python-%s" % args.version), work, args.cmake_arg, log, env)
+            build_engine_here(args.engine, os.path.join(scratch, source_dir(args.engine, args.version)), work,
+                              args.cmake_arg, log, env)
             toolchain, made_in = [], "this machine (%s)" % platform.machine()
         else:
             tree = build_root.ensure(args.cache, args.distribution, args.release, args.mirror,
@@ -242,12 +248,14 @@ def build(args, key, target, log):
             toolchain = build_engine_in_root(tree, sdist, args, work, log, env)
             made_in = "build root " + os.path.basename(tree)
         seconds["engine"] = round(time.monotonic() - started - seconds.get("build_root", 0), 1)
-        wheel = build_wheel_and_deps(sdist, work, args, log, env)
+        wheel = build_wheel_and_deps(sdist, work, args, log, env) if engine_sources.SOURCES[args.engine]["wheel"] else None
         seconds["total"] = round(time.monotonic() - started, 1)
-        manifest = {"seconds": seconds, "key": key, "version": args.version, "build_class": args.build_class,
-                    "cmake_args": ENGINE_CMAKE_ARGS + args.cmake_arg, "toolchain_args": toolchain,
+        manifest = {"seconds": seconds, "key": key, "source": args.engine, "version": args.version,
+                    "build_class": args.build_class, "toolchain_args": toolchain,
+                    "cmake_args": engine_sources.SOURCES[args.engine]["cmake_args"]
+                    + engine_sources.class_args(args.engine, args.cmake_arg),
                     "built_in": made_in, "machine": args.machine, "release": "%s %s" % (args.distribution, args.release),
-                    "wheel": os.path.basename(wheel), "engine": "engine/" + ENGINE_TARGET,
+                    "wheel": wheel and os.path.basename(wheel), "engine": "engine/llama-server", "bench": "engine/llama-bench",
                     "libraries": sorted(n for n in os.listdir(os.path.join(work, "engine")) if ".so" in n)}
         with open(os.path.join(work, "manifest.json"), "w", encoding="utf-8") as handle:
             json.dump(manifest, handle, indent=1, sort_keys=True)
@@ -267,7 +275,9 @@ def report(key, target, built):
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", required=True)
+    parser.add_argument("--engine", choices=sorted(engine_sources.SOURCES), default="llama.cpp",
+                        help="the tree to build (engine_sources.py)")
+    parser.add_argument("--version", required=True, help="the release of the engine source's PyPI package")
     parser.add_argument("--build-class", required=True)
     parser.add_argument("--cmake-arg", action="append", default=[])
     parser.add_argument("--cache", required=True)
@@ -293,6 +303,10 @@ def cannot_build_here(args):
                 "hosts; use a build root, a %s build host, or preload the cache" % (platform.machine(), args.machine, args.machine))
     if args.build_root == "auto" and args.machine not in build_root.TRIPLET:
         return "no toolchain for %s hosts" % args.machine
+    try:
+        engine_sources.class_args(args.engine, args.cmake_arg)
+    except engine_sources.UnsupportedOption as exc:
+        return "%s (class %s)" % (exc, args.build_class)
     return None
 
 

@@ -112,6 +112,7 @@ def test_engine_metrics_are_scraped_renamed_and_labelled(tmp_path, monkeypatch):
     exporter = load()
     fake_host(tmp_path)
     units = [exporter.Unit({"unit": UNIT, "port": httpd.server_address[1], "engine": "llama-server"}),
+             exporter.Unit({"unit": "cpuinfer-llama-ik.service", "port": httpd.server_address[1], "engine": "ik_llama.cpp"}),
              exporter.Unit({"unit": "cpuinfer-llama-py.service", "port": 1, "engine": "llama-cpp-python"})]
     monkeypatch.setenv("CPUINFER_METRICS_API_KEY", "k")
     try:
@@ -119,6 +120,7 @@ def test_engine_metrics_are_scraped_renamed_and_labelled(tmp_path, monkeypatch):
     finally:
         httpd.shutdown()
     assert 'cpuinfer_engine_prompt_tokens_total{unit="%s"} 42.0' % UNIT in text
+    assert 'cpuinfer_engine_prompt_tokens_total{unit="cpuinfer-llama-ik.service"} 42.0' in text
     assert "# TYPE cpuinfer_engine_requests_processing gauge" in text
     assert "llamacpp:" not in text and "cpuinfer-llama-py" not in text.split("cpuinfer_engine")[-1]
     if PROMTOOL.exists():

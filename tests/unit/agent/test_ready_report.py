@@ -89,3 +89,10 @@ def test_an_instance_that_never_answers_fails_with_its_log(tmp_path):
     assert result.returncode == 1
     assert "did not answer" in result.stderr and "log line" in result.stderr
     assert not (tmp_path / "security.json").exists()
+
+
+def test_both_llama_cpp_servers_are_ready_by_health_the_python_server_by_a_completion():
+    from cpuinfer_agent import ready_report  # pylint: disable=import-outside-toplevel
+
+    assert ready_report.parse_instances(["a:1:llama-server", "b-2:2:ik_llama.cpp", "c:3:llama-cpp-python"]) == [
+        ("a", 1, "health"), ("b-2", 2, "health"), ("c", 3, "completion")]

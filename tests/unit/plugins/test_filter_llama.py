@@ -74,7 +74,7 @@ def test_a_model_the_controller_cannot_read_needs_memory_max():
 
 
 def test_extra_args_take_allowed_flags_with_their_values():
-    assert extra_args_problems("x", ["--temp", "0.2", "--seed=7"], FLAGS) == []
+    assert extra_args_problems("x", ["--temp", "0.2", "--seed=7"], {"llama-server": FLAGS}) == []
 
 
 def _host(build_class, arch="x86_64", release="bookworm", glibc="2.36", glibcxx="3.4.30", python=(3, 11), builds=True):
@@ -82,7 +82,7 @@ def _host(build_class, arch="x86_64", release="bookworm", glibc="2.36", glibcxx=
                           "runtime": {"glibc": glibc, "glibcxx": glibcxx},
                           "os": {"architecture": arch, "distribution": "Debian", "release": release,
                                  "python": "%d.%d" % python}}}
-    return {"ansible_facts": facts, "__llama_server_needs_build": builds}
+    return {"ansible_facts": facts, "__llama_server_build_sources": ["llama.cpp"] if builds else []}
 
 
 def test_build_classes_group_by_class_and_release_for_the_oldest_runtime():
@@ -110,7 +110,7 @@ def test_build_classes_keep_the_oldest_of_mixed_runtimes():
     ({"m": _host("x86-avx2", glibc=None)}, [], "m has no glibc"),
     ({"x": _host("x86-avx2")}, ["x86-avx2"], "KleidiAI is for aarch64"),
     ({"old": {"ansible_facts": {"cpuinfer": dict(_host("x86-avx2")["ansible_facts"]["cpuinfer"], os=None)},
-              "__llama_server_needs_build": True}}, [], "old: host_facts of this release"),
+              "__llama_server_build_sources": ["llama.cpp"]}}, [], "old: host_facts of this release"),
 ])
 def test_build_classes_refusals(hostvars, classes, words):
     with pytest.raises(AnsibleFilterError, match=words):

@@ -19,6 +19,7 @@ sys.path.insert(0, str(FILES))
 
 import artifact_check  # noqa: E402
 import build_root  # noqa: E402
+import engine_sources  # noqa: E402
 import llama_build  # noqa: E402
 
 # A real ELF file of this machine: the interpreter running the tests.
@@ -97,6 +98,36 @@ def test_the_key_follows_release_machine_python_and_flags():
     for changed in (["--release", "trixie"], ["--python-version", "3.12"], ["--cmake-arg=-DGGML_AVX512=ON"]):
         assert llama_build.cache_key(llama_build.parse_args(argv("/c") + changed)) != base
     assert llama_build.cache_key(llama_build.parse_args(argv("/c", machine="aarch64"))) != base
+
+
+def test_each_source_keys_its_own_builds():
+    mainline = llama_build.cache_key(llama_build.parse_args(argv("/c")))
+    fork = llama_build.cache_key(llama_build.parse_args(argv("/c", "--engine", "ik_llama.cpp")))
+    assert fork.startswith("ik-0.3.36-x86-avx2-bookworm-") and fork[len("ik-"):] != mainline
+
+
+def test_the_forks_tree_gets_the_class_in_its_own_terms():
+    arm = engine_sources.class_args("ik_llama.cpp", ["-DGGML_NATIVE=OFF", "-DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod+fp16"])
+    assert arm == ["-DGGML_NATIVE=OFF", "-DCMAKE_C_FLAGS=-march=armv8.2-a+dotprod+fp16",
+                   "-DCMAKE_CXX_FLAGS=-march=armv8.2-a+dotprod+fp16"]
+    x86 = engine_sources.class_args("ik_llama.cpp", ["-DGGML_AVX512=ON", "-DCMAKE_CXX_FLAGS=-g"])
+    assert x86 == ["-DGGML_AVX512=ON", "-DCMAKE_C_FLAGS=-mavx512dq -mavx512vl", "-DCMAKE_CXX_FLAGS=-g -mavx512dq -mavx512vl"]
+    assert engine_sources.class_args("ik_llama.cpp", ["-DGGML_AVX2=ON"]) == ["-DGGML_AVX2=ON"]
+    assert engine_sources.class_args("llama.cpp", ["-DGGML_CPU_ARM_ARCH=armv8-a"]) == ["-DGGML_CPU_ARM_ARCH=armv8-a"]
+
+
+def test_an_option_the_fork_lacks_is_refused_before_building(tmp_path, capsys):
+    args = argv(tmp_path, "--engine", "ik_llama.cpp", "--cmake-arg=-DGGML_CPU_KLEIDIAI=ON", machine="aarch64")
+    assert llama_build.main(args) == 2
+    assert "ik_llama.cpp has no KleidiAI kernels" in capsys.readouterr().err
+    assert not [name for name in os.listdir(tmp_path) if name.endswith(".tar.gz")]
+
+
+def test_both_trees_build_the_server_and_the_bench_tool_from_their_vendored_source():
+    for source, vendor in (("llama.cpp", "/s/vendor/llama.cpp"), ("ik_llama.cpp", "/s/vendor/ik_llama.cpp")):
+        configure, build = llama_build.compile_steps(source, "/s", "/b", ["-DGGML_AVX2=ON"], [])
+        assert configure[:4] == ["cmake", "-S", vendor, "-B"] and "-DLLAMA_BUILD_SERVER=ON" in configure
+        assert build[3:6] == ["--target", "llama-server", "llama-bench"]
 
 
 def _record_hash(data):

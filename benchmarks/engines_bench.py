@@ -1,0 +1,202 @@
+"""`benchmarks/run engines`: mainline llama-server vs ik_llama.cpp on this machine, natively.
+
+For each model: the role's builds of both engines for this machine's class; a calibration as the
+role's `calibrate` entry point makes it (each engine's llama-bench over thread counts and ubatch,
+calibration_document and calibration_best from the collection); then each engine served by its
+llama-server with the role's default threads and with the calibrated ones, measured by streamed
+clients: 1 and 4 concurrent streams, each a 512-token prompt then 64 generated tokens, repeated and
+interleaved. Prefill tokens/s = prompt tokens of all streams / time to the last stream's first token;
+decode tokens/s = tokens after the first of all streams / time from the first first token to the last
+end. Beside them the STREAM-copy bound of the machine (the host agent's cpuinfer-copy-bandwidth over
+the weight bytes one token reads, check_gguf.py's bytes_per_token).
+"""
+
+import random
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "agent"), str(REPO / ".build" / "collections")]
+
+from cpuinfer_agent import copy_bandwidth, stream_probe  # noqa: E402
+from ansible_collections.cpuinfer.llm.plugins.filter import engine_settings  # noqa: E402
+
+ENGINES = {"llama-server": "llama.cpp", "ik_llama.cpp": "ik_llama.cpp"}  # engine -> its build's source
+PROMPT_TOKENS = 512
+GENERATED = 64
+PORT = 18095
+GOAL = {"prefill": 1.5, "decode": 1.1, "decode_of_bound": 0.8}
+
+
+def prompt_ids(stream, trial):
+    """512 token ids past the specials and byte tokens, different for each stream and trial (no prompt cache)."""
+    rng = random.Random(1000 * trial + stream)
+    return [rng.randrange(300, 8000) for dummy_index in range(PROMPT_TOKENS)]
+
+
+def trial(clients, index):
+    barrier = threading.Barrier(clients)
+    streams = [None] * clients
+
+    def one(stream):
+        barrier.wait()
+        streams[stream] = stream_probe.token_arrivals(PORT, {
+            "prompt": prompt_ids(stream, index), "max_tokens": GENERATED, "stream": True, "temperature": 0,
+            "ignore_eos": True, "cache_prompt": False}, timeout=1800)
+    workers = [threading.Thread(target=one, args=(s,)) for s in range(clients)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    start = min(s[0] for s in streams)
+    firsts = [s[1][0] for s in streams if s[1]]
+    decoded = sum(max(len(s[1]) - 1, 0) for s in streams)
+    return {"prefill": round(clients * PROMPT_TOKENS / (max(firsts) - start), 2),
+            "decode": round(decoded / (max(s[2] for s in streams) - min(firsts)), 2),
+            "tokens": [len(s[1]) for s in streams]}
+
+
+def wait_ready(process, seconds=600):
+    import urllib.error
+    import urllib.request
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit("bench: the server exited (%s)" % process.returncode)
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/health" % PORT, timeout=5) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.5)
+    raise SystemExit("bench: no /health from the server in %d s" % seconds)
+
+
+def server_argv(engine, directory, model, config):
+    """The server as the role's unit starts it (the flags that matter for speed)."""
+    argv = [directory / "engine" / "llama-server", "--model", model, "--host", "127.0.0.1", "--port", PORT,
+            "--threads", config["threads"], "--threads-batch", config["threads_batch"], "--parallel", 4,
+            "--ctx-size", 4 * (PROMPT_TOKENS + GENERATED + 64), "--metrics"]
+    if config.get("n_ubatch"):
+        argv += ["--ubatch-size", config["n_ubatch"]]
+    return [str(a) for a in argv + (["--webui", "none"] if engine == "ik_llama.cpp" else ["--no-webui"])]
+
+
+def serve_and_measure(engine, directory, model, config, rounds, log):
+    process = subprocess.Popen(server_argv(engine, directory, model, config), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        wait_ready(process)
+        trial(1, -1)  # warm-up: pages of the model in, threads spun up
+        results = {"1": [], "4": []}
+        for round_ in range(rounds):
+            for clients in (1, 4):
+                results[str(clients)].append(trial(clients, round_ * 10 + clients))
+                log("%s %s %s: %d streams %s" % (engine, model.name, config["label"], clients, results[str(clients)][-1]))
+        return results
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+def calibrate(engine, directory, model, cores, repetitions, run):
+    out = run([directory / "engine" / "llama-bench", "-m", model, "-p", PROMPT_TOKENS, "-n", GENERATED,
+               "-r", repetitions, "-o", "json", "-t", ",".join(str(t) for t in engine_settings.calibration_grid(cores)),
+               "-ub", "128,256,512"], stdout=subprocess.PIPE, text=True).stdout
+    return {"item": [{}, ENGINES[engine]], "stdout": out}
+
+
+def spread(values):
+    return {"median": round(statistics.median(values), 2), "min": round(min(values), 2), "max": round(max(values), 2),
+            "runs": values}
+
+
+def summarize(measured):
+    return {clients: {what: spread([t[what] for t in trials]) for what in ("prefill", "decode")}
+            for clients, trials in measured.items()}
+
+
+def goals(model_result, bound):
+    """The issue's goal on one model: the calibrated best configuration against mainline's default."""
+    base = model_result["serving"]["llama-server"]["default"]["1"]
+    best_engine = model_result["calibration"]["best"]["engine"]
+    best = model_result["serving"][best_engine]["calibrated"]["1"]
+    fastest = max((model_result["serving"][e][c]["1"]["decode"]["median"], e, c)
+                  for e in model_result["serving"] for c in model_result["serving"][e])
+    # decode far below what memory could feed is the CPU's arithmetic, not its memory
+    bound_note = "bandwidth-bound" if fastest[0] / bound >= 0.6 else "compute-bound (decode well below the copy bound)"
+    return {"calibrated_engine": best_engine, "machine_is": bound_note,
+            "prefill_ratio": round(best["prefill"]["median"] / base["prefill"]["median"], 2),
+            "decode_ratio": round(best["decode"]["median"] / base["decode"]["median"], 2),
+            "best_decode_of_bound": round(fastest[0] / bound, 3), "best_decode_by": "%s %s" % fastest[1:]}
+
+
+def measure(models, builds, cores, rounds, repetitions, run, log):
+    bandwidth = copy_bandwidth.measure()
+    log("copy bandwidth %.1f GB/s" % (bandwidth["bytes_per_second"] / 1e9))
+    results = {}
+    for label, (path, meta) in models.items():
+        runs = [calibrate(engine, builds[source], path, cores, repetitions, run) for engine, source in ENGINES.items()]
+        document = engine_settings.calibration_document(runs, meta, bandwidth, "controller", "", {
+            source: {"key": builds[source].name} for source in ENGINES.values()})
+        serving = {}
+        for engine, source in ENGINES.items():
+            mine = [r for r in document["results"] if r["engine"] == engine]
+            best = engine_settings.calibration_best(mine)
+            configs = {"default": {"label": "default", "threads": cores, "threads_batch": cores},
+                       "calibrated": dict(best, label="calibrated")}
+            serving[engine] = {name: serve_and_measure(engine, builds[source], path, config, rounds, log)
+                               for name, config in configs.items()}
+            serving[engine] = {name: summarize(m) for name, m in serving[engine].items()}
+            serving[engine]["settings"] = {"default": configs["default"], "calibrated": best}
+        settings = {e: serving[e].pop("settings") for e in serving}
+        results[label] = {"model": path.name, "bytes": meta["bytes"], "bytes_per_token": meta["bytes_per_token"],
+                          "decode_bound_tokens_per_second": document["decode_bound_tokens_per_second"],
+                          "calibration": {"results": document["results"], "best": document["best"]},
+                          "settings": settings, "serving": serving}
+        results[label]["goal"] = goals(results[label], document["decode_bound_tokens_per_second"])
+    return bandwidth, results
+
+
+def markdown(data):
+    env = data["environment"]
+    lines = ["# Engines: mainline llama-server vs ik_llama.cpp, default vs calibrated threads", "",
+             "Command: `%s` (%s, commit %s, controller: %s, %s CPUs), natively, no VM." % (
+                 env["command"], env["date"], env["commit"], env["controller_cpu"], env["controller_cpus"]), "",
+             __doc__.split("\n\n", 1)[1].strip(), "",
+             "Builds: %s. Copy bandwidth (STREAM Copy, %d processes): %.1f GB/s. %d rounds; median (min-max)." % (
+                 ", ".join("`%s`" % key for key in data["builds"].values()), data["bandwidth"]["processes"],
+                 data["bandwidth"]["bytes_per_second"] / 1e9, data["rounds"]), ""]
+    for label, result in data["models"].items():
+        lines += ["## %s (`%s`, %.0f MB, %.1f MB read per token: decode bound %.1f tokens/s)" % (
+            label, result["model"], result["bytes"] / 1e6, result["bytes_per_token"] / 1e6,
+            result["decode_bound_tokens_per_second"]), "",
+            "| engine | threads | streams | prefill tok/s | decode tok/s | decode / bound |", "|---|---|---|---|---|---|"]
+        for engine, configs in result["serving"].items():
+            for name, by_clients in configs.items():
+                s = result["settings"][engine][name]
+                for clients, rates in by_clients.items():
+                    lines.append("| %s | %s (-t %s -tb %s%s) | %s | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) | %.2f |" % (
+                        engine, name, s["threads"], s["threads_batch"],
+                        " -ub %s" % s["n_ubatch"] if s.get("n_ubatch") else "", clients,
+                        rates["prefill"]["median"], rates["prefill"]["min"], rates["prefill"]["max"],
+                        rates["decode"]["median"], rates["decode"]["min"], rates["decode"]["max"],
+                        rates["decode"]["median"] / result["decode_bound_tokens_per_second"]))
+        best = result["calibration"]["best"]
+        goal = result["goal"]
+        lines += ["", "Calibration (llama-bench, %d configurations): fastest %s with -t %d -tb %d -ub %d "
+                  "(decode %.1f, prompt %.1f tokens/s)." % (
+                      len(result["calibration"]["results"]), best["engine"], best["threads"], best["threads_batch"],
+                      best["n_ubatch"], best["decode_tokens_per_second"], best["prompt_tokens_per_second"]), "",
+                  "Goal (calibrated best vs mainline default, 1 stream): prefill %.2fx (goal >= %.1fx: %s), decode %.2fx "
+                  "(goal >= %.1fx: %s); the fastest decode (%s) reaches %.2f of the copy bound: on this model the "
+                  "machine is %s." % (
+                      goal["prefill_ratio"], GOAL["prefill"], "met" if goal["prefill_ratio"] >= GOAL["prefill"] else "NOT met",
+                      goal["decode_ratio"], GOAL["decode"], "met" if goal["decode_ratio"] >= GOAL["decode"] else "NOT met",
+                      goal["best_decode_by"], goal["best_decode_of_bound"], goal["machine_is"]), ""]
+    return "\n".join(lines)
