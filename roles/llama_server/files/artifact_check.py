@@ -3,7 +3,9 @@
 """Does an engine build load on the hosts it is for? Every ELF file of it must be of the hosts'
 machine and need no GLIBC_/GLIBCXX_ symbol version newer than the hosts' glibc and libstdc++.
 A build made on a newer system than its hosts fails here, on the controller, instead of at the
-hosts' first start (`version GLIBCXX_3.4.32 not found`)."""
+hosts' first start (`version GLIBCXX_3.4.32 not found`). The engine's own libraries it needs must lie
+beside it (found by $ORIGIN): a tree that leaves them elsewhere fails here, not with `libllama.so => not
+found` on every host."""
 
 import os
 
@@ -14,10 +16,19 @@ from elftools.elf.gnuversions import GNUVerNeedSection
 # ELF e_machine as pyelftools names it, per `uname -m`
 ELF_MACHINES = {"x86_64": "EM_X86_64", "aarch64": "EM_AARCH64"}
 RUNTIMES = ("GLIBC", "GLIBCXX")
+# Libraries the engine's tree makes (no host has them): each one needed must be shipped beside its user.
+OWN_LIBRARIES = ("libllama", "libggml", "libmtmd")
 
 
 def version_tuple(text):
     return tuple(int(part) for part in text.split("."))
+
+
+def needed_libraries(path):
+    """The DT_NEEDED names of an ELF file."""
+    with open(path, "rb") as handle:
+        dynamic = ELFFile(handle).get_section_by_name(".dynamic")
+        return [tag.needed for tag in dynamic.iter_tags("DT_NEEDED")] if dynamic else []
 
 
 def elf_requirements(path):
@@ -63,6 +74,10 @@ def problems(directory, machine, host_versions):
             continue
         if elf_machine != expected:
             found.append("%s is built for %s, the hosts are %s (%s)" % (name, elf_machine, machine, expected))
+        missing = [library for library in needed_libraries(path) if library.startswith(OWN_LIBRARIES)
+                   and not os.path.exists(os.path.join(os.path.dirname(path), library))]
+        if missing:
+            found.append("%s needs %s, not shipped beside it" % (name, ", ".join(missing)))
         for runtime, needed in sorted(newest.items()):
             available = host_versions.get(runtime)
             if available and version_tuple(needed) > version_tuple(available):

@@ -68,8 +68,11 @@ def cache_key(args):
 
 def engine_configure_argv(engine, source, build_dir, class_args):
     spec = engine_sources.SOURCES[engine]
+    # every binary and library in bin/, so $ORIGIN finds the libraries once they sit beside the binaries
+    # in engine/ (ik_llama.cpp leaves its libraries in each component's directory otherwise)
+    outputs = ["-DCMAKE_%s_OUTPUT_DIRECTORY=%s/bin" % (kind, build_dir) for kind in ("RUNTIME", "LIBRARY")]
     return ["cmake", "-S", os.path.join(source, "vendor", spec["vendor"]), "-B", build_dir, "-G", "Ninja"] \
-        + spec["cmake_args"] + engine_sources.class_args(engine, class_args)
+        + spec["cmake_args"] + outputs + engine_sources.class_args(engine, class_args)
 
 
 def requirements_of(wheel, extra):

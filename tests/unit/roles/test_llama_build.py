@@ -5,6 +5,7 @@ import base64
 import hashlib
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -80,6 +81,19 @@ def test_a_preloaded_build_that_fits_is_used_without_building(tmp_path, capsys):
     assert result == {"key": key, "archive": str(tmp_path / (key + ".tar.gz")), "built": False, "manifest": {"key": key}}
 
 
+def test_the_engines_own_libraries_must_lie_beside_it(tmp_path, monkeypatch):
+    """ik_llama.cpp's tree left libllama.so in src/: the first archive of it could not start anywhere."""
+    engine = tmp_path / "engine"
+    engine.mkdir()
+    shutil.copy(REAL_ELF, engine / "llama-server")
+    monkeypatch.setattr(artifact_check, "needed_libraries", lambda path: ["libllama.so", "libggml.so", "libc.so.6"])
+    assert artifact_check.problems(str(tmp_path), platform.machine(), {}) == [
+        "engine/llama-server needs libllama.so, libggml.so, not shipped beside it"]
+    (engine / "libllama.so").write_bytes(b"")
+    (engine / "libggml.so").write_bytes(b"")
+    assert artifact_check.problems(str(tmp_path), platform.machine(), {}) == []
+
+
 def test_own_toolchain_cannot_build_for_another_machine(tmp_path, capsys):
     other = "aarch64" if os.uname().machine != "aarch64" else "x86_64"
     assert llama_build.main(argv(tmp_path, "--build-root", "none", machine=other)) == 2
@@ -127,6 +141,8 @@ def test_both_trees_build_the_server_and_the_bench_tool_from_their_vendored_sour
     for source, vendor in (("llama.cpp", "/s/vendor/llama.cpp"), ("ik_llama.cpp", "/s/vendor/ik_llama.cpp")):
         configure, build = llama_build.compile_steps(source, "/s", "/b", ["-DGGML_AVX2=ON"], [])
         assert configure[:4] == ["cmake", "-S", vendor, "-B"] and "-DLLAMA_BUILD_SERVER=ON" in configure
+        # the libraries beside the binaries: the fork leaves them in each component's directory otherwise
+        assert "-DCMAKE_LIBRARY_OUTPUT_DIRECTORY=/b/bin" in configure
         assert build[3:6] == ["--target", "llama-server", "llama-bench"]
 
 
