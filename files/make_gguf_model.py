@@ -40,7 +40,8 @@ SIZES = {
                            dense=1),
     # DeepSeek-V2-Lite's shape (MLA with its attention sizes, 64 routed experts with 6 active, 2 shared, one
     # leading dense block) scaled down: ~320M parameters, ~340 MB at Q8_0 and ~190 MB at Q4_K_M, so
-    # several times a server's L3; rows are multiples of 256 so Q4_K_M quantises every matrix.
+    # several times a server's L3; rows are multiples of 256 so Q4_K_M quantises the matrices as K-quants,
+    # except attn_k_b's 128 (the no-RoPE head size, DeepSeek's own), which fall back to Q5_0 as DeepSeek's do.
     "deepseek2-lite-bench": dict(arch="deepseek2", vocab=8192, embd=1024, layers=6, heads=8, ff=2816, ctx=4096,
                                  q_lora=256, kv_lora=512, nope=128, rope=64, v_head=128, experts=64, experts_used=6,
                                  shared=2, ff_exp=256, dense=1),

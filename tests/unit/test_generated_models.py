@@ -79,9 +79,9 @@ def test_json_punctuation_has_pieces_of_its_own(generated, piece):
 
 
 def test_the_deepseek_benchmark_model_has_deepseek_v2_lites_shape():
-    """issue 39: MLA with V2-Lite's attention sizes, 64 routed experts with 6 active, 2 shared; every row a
-    multiple of 256 (Q4_K_M quantises each matrix, none falls back to another type); weights several
-    times a 32 MiB L3 at 4.5 bits a weight."""
+    """issue 39: MLA with V2-Lite's attention sizes, 64 routed experts with 6 active, 2 shared; the model's own
+    widths multiples of 256 (Q4_K_M's K-quants take every matrix but attn_k_b, whose 128-wide rows are
+    DeepSeek's no-RoPE head size); weights several times a 32 MiB L3 at 4.5 bits a weight."""
     sys.path.insert(0, str(GENERATOR.parent))
     import make_gguf_model  # noqa: E402 pylint: disable=import-outside-toplevel
 
