@@ -11,6 +11,7 @@ end. Beside them the STREAM-copy bound of the machine (the host agent's cpuinfer
 the weight bytes one token reads, check_gguf.py's bytes_per_token).
 """
 
+import itertools
 import random
 import statistics
 import subprocess
@@ -28,7 +29,9 @@ from ansible_collections.cpuinfer.llm.plugins.filter import engine_settings  # n
 ENGINES = {"llama-server": "llama.cpp", "ik_llama.cpp": "ik_llama.cpp"}  # engine -> its build's source
 PROMPT_TOKENS = 512
 GENERATED = 64
-PORT = 18095
+# A port of its own for each server started: one that just stopped leaves its clients' connections in
+# TIME_WAIT, and ik_llama.cpp's server cannot bind beside them (it then crashes on its way out).
+PORTS = itertools.count(18095)
 GOAL = {"prefill": 1.5, "decode": 1.1, "decode_of_bound": 0.8}
 
 
@@ -38,13 +41,13 @@ def prompt_ids(stream, trial):
     return [rng.randrange(300, 8000) for dummy_index in range(PROMPT_TOKENS)]
 
 
-def trial(clients, index):
+def trial(port, clients, index):
     barrier = threading.Barrier(clients)
     streams = [None] * clients
 
     def one(stream):
         barrier.wait()
-        streams[stream] = stream_probe.token_arrivals(PORT, {
+        streams[stream] = stream_probe.token_arrivals(port, {
             "prompt": prompt_ids(stream, index), "max_tokens": GENERATED, "stream": True, "temperature": 0,
             "ignore_eos": True, "cache_prompt": False}, timeout=1800)
     workers = [threading.Thread(target=one, args=(s,)) for s in range(clients)]
@@ -60,7 +63,7 @@ def trial(clients, index):
             "tokens": [len(s[1]) for s in streams]}
 
 
-def wait_ready(process, seconds=600):
+def wait_ready(process, port, seconds=600):
     import urllib.error
     import urllib.request
     deadline = time.monotonic() + seconds
@@ -68,7 +71,7 @@ def wait_ready(process, seconds=600):
         if process.poll() is not None:
             raise SystemExit("bench: the server exited (%s)" % process.returncode)
         try:
-            with urllib.request.urlopen("http://127.0.0.1:%d/health" % PORT, timeout=5) as response:
+            with urllib.request.urlopen("http://127.0.0.1:%d/health" % port, timeout=5) as response:
                 if response.status == 200:
                     return
         except (urllib.error.URLError, OSError):
@@ -77,26 +80,27 @@ def wait_ready(process, seconds=600):
     raise SystemExit("bench: no /health from the server in %d s" % seconds)
 
 
-def server_argv(engine, directory, model, config):
+def server_argv(engine, directory, model, config, port):
     """The server as the role's unit starts it (the flags that matter for speed)."""
-    argv = [directory / "engine" / "llama-server", "--model", model, "--host", "127.0.0.1", "--port", PORT,
+    argv = [directory / "engine" / "llama-server", "--model", model, "--host", "127.0.0.1", "--port", port,
             "--threads", config["threads"], "--threads-batch", config["threads_batch"], "--parallel", 4,
             "--ctx-size", 4 * (PROMPT_TOKENS + GENERATED + 64), "--metrics"]
     if config.get("n_ubatch"):
         argv += ["--ubatch-size", config["n_ubatch"]]
-    return [str(a) for a in argv + (["--webui", "none"] if engine == "ik_llama.cpp" else ["--no-webui"])]
+    return [str(a) for a in argv + (["--webui", "none", "--no-flash-attn"] if engine == "ik_llama.cpp" else ["--no-webui"])]
 
 
 def serve_and_measure(engine, directory, model, config, rounds, log):
-    process = subprocess.Popen(server_argv(engine, directory, model, config), stdout=subprocess.DEVNULL,
+    port = next(PORTS)
+    process = subprocess.Popen(server_argv(engine, directory, model, config, port), stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     try:
-        wait_ready(process)
-        trial(1, -1)  # warm-up: pages of the model in, threads spun up
+        wait_ready(process, port)
+        trial(port, 1, -1)  # warm-up: pages of the model in, threads spun up
         results = {"1": [], "4": []}
         for round_ in range(rounds):
             for clients in (1, 4):
-                results[str(clients)].append(trial(clients, round_ * 10 + clients))
+                results[str(clients)].append(trial(port, clients, round_ * 10 + clients))
                 log("%s %s %s: %d streams %s" % (engine, model.name, config["label"], clients, results[str(clients)][-1]))
         return results
     finally:
@@ -107,7 +111,8 @@ def serve_and_measure(engine, directory, model, config, rounds, log):
 def calibrate(engine, directory, model, cores, repetitions, run):
     out = run([directory / "engine" / "llama-bench", "-m", model, "-p", PROMPT_TOKENS, "-n", GENERATED,
                "-r", repetitions, "-o", "json", "-t", ",".join(str(t) for t in engine_settings.calibration_grid(cores)),
-               "-ub", "128,256,512"], stdout=subprocess.PIPE, text=True).stdout
+               "-ub", "128,256,512"] + (["-fa", "0"] if engine == "ik_llama.cpp" else []),
+              stdout=subprocess.PIPE, text=True).stdout
     return {"item": [{}, ENGINES[engine]], "stdout": out}
 
 

@@ -67,6 +67,24 @@ def extra_args_problems(name, args, flags, engine="llama-server"):
     return problems
 
 
+# ik_llama.cpp 0.1.5's flash attention aborts (GGML_ASSERT(S > 0) in iqk_fa_templates.h) or crashes as soon
+# as two sequences share a batch: the units run it without, and what needs it is refused.
+IK_NEEDS_FLASH_ATTENTION = ("q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+
+
+def _ik_problems(instance):
+    if instance["engine"] != "ik_llama.cpp":
+        return []
+    name, found = instance.get("name", "?"), []
+    if any(str(word).split("=", 1)[0] in ("--flash-attn", "-fa") for word in instance.get("extra_args") or []):
+        found.append("instance %s: ik_llama.cpp runs without flash attention here (its 0.1.5 kernels abort once two "
+                     "sequences share a batch); leave --flash-attn out" % name)
+    if instance.get("cache_type_v") in IK_NEEDS_FLASH_ATTENTION:
+        found.append("instance %s: a quantised V cache (%s) needs flash attention, which ik_llama.cpp runs without "
+                     "here; use f16, bf16 or f32" % (name, instance["cache_type_v"]))
+    return found
+
+
 def _size_or_none(value):
     try:
         return parse_size(value) if value not in ("", None) else None
@@ -185,6 +203,7 @@ def llama_instances(instances, defaults, allowed_cpus, core_cpus, models, extra_
         if instance.get("extra_args") and not instance["http_server"]:
             problems.append("instance %s: extra_args are llama.cpp server flags; engine %s takes none" % (name, instance["engine"]))
         problems += extra_args_problems(name, instance.get("extra_args"), flags, instance["engine"])
+        problems += _ik_problems(instance)
         instance["memory_high"], instance["memory_max"] = _memory(instance, (models or {}).get(instance["base_name"]), problems)
         instance["ctx_total"] = int(instance["n_ctx"]) * int(instance["parallel"])
         result.append(instance)

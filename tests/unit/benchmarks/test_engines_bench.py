@@ -17,9 +17,9 @@ def rates(prefill, decode):
 def test_a_trial_times_prefill_to_the_last_first_token_and_decode_from_the_first_first_token(monkeypatch):
     arrivals = {0: (0.0, [2.0, 2.5, 3.0], 3.0), 1: (0.0, [4.0, 4.5], 5.0)}
     monkeypatch.setattr(engines_bench.stream_probe, "token_arrivals",
-                        lambda port, body, timeout: arrivals[body["prompt"][0] % 2])
+                        lambda port, body, timeout: arrivals[body["prompt"][0] % 2] if port == 18099 else None)
     monkeypatch.setattr(engines_bench, "prompt_ids", lambda stream, trial: [stream] * 512)
-    result = engines_bench.trial(2, 0)
+    result = engines_bench.trial(18099, 2, 0)
     assert result == {"prefill": round(2 * 512 / 4.0, 2), "decode": round(3 / (5.0 - 2.0), 2), "tokens": [3, 2]}
 
 

@@ -179,3 +179,16 @@ def test_a_calibration_document_measures_decode_against_the_copy_bound():
     with pytest.raises(AnsibleFilterError, match="llama_bench_results: not llama-bench's JSON"):
         calibration_document([{"item": [{}, "llama.cpp"], "stdout": '[{"x": 1}]'}], model, {"bytes_per_second": 1},
                              "k1", "d", {})
+
+
+def test_what_needs_the_forks_flash_attention_is_refused():
+    """ik_llama.cpp 0.1.5's flash attention aborts once two sequences share a batch: its units run without."""
+    flags = dict(FLAGS, **{"ik_llama.cpp": FLAGS["ik_llama.cpp"] + ["--flash-attn"]})
+    problems = llama_instances([{"name": "ik", "model": "m.gguf", "port": 1, "engine": "ik_llama.cpp",
+                                 "extra_args": ["--flash-attn", "on"], "cache_type_v": "q8_0"}],
+                               DEFAULTS, "0-7", CORES, {"ik": TINY}, flags)["problems"]
+    assert any("leave --flash-attn out" in p for p in problems), problems
+    assert any("a quantised V cache (q8_0) needs flash attention" in p for p in problems), problems
+    fine = llama_instances([{"name": "ik", "model": "m.gguf", "port": 1, "engine": "ik_llama.cpp", "cache_type_k": "q8_0"}],
+                           DEFAULTS, "0-7", CORES, {"ik": TINY}, flags)["problems"]
+    assert fine == []
