@@ -121,6 +121,13 @@ def calibration_grid(cores):
     return sorted(set(c for c in [1, cores // 4, cores // 2, (3 * cores) // 4, cores - 2, cores - 1, cores] if c >= 1))
 
 
+def bench_json(text):
+    """llama-bench's JSON report from its standard output. ik_llama.cpp's also prints what it does to a
+    model while loading it ("Computed blk.0.attn_kv_b.weight ...") into the middle of the report: lines a
+    pretty-printed JSON report cannot hold (not a bracket, brace or indented) are dropped."""
+    return json.loads("\n".join(line for line in text.splitlines() if line[:1] in ("[", "]", "{", "}", " ", "\t")))
+
+
 # The engine each source's llama-bench measures for serving.
 SOURCE_ENGINE = {"llama.cpp": "llama-server", "ik_llama.cpp": "ik_llama.cpp"}
 
@@ -133,7 +140,7 @@ def calibration_document(runs, model, bandwidth, host, date, builds):
     results = []
     try:
         for run in runs:
-            results += llama_bench_results(json.loads(run["stdout"]), SOURCE_ENGINE[run["item"][1]])
+            results += llama_bench_results(bench_json(run["stdout"]), SOURCE_ENGINE[run["item"][1]])
         per_token = int(model.get("bytes_per_token") or model["bytes"])
         bound = float(bandwidth["bytes_per_second"]) / per_token
         keys = {source: build["key"] for source, build in builds.items()}
