@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: cpuinfer.llm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""How an instance runs its engine: threads, batch threads and ubatch (given, calibrated or derived),
-the engine a calibration chose, and llama.cpp's --numa mode from where the instance is placed."""
+"""How an instance runs its engine: threads, batch threads and ubatch (given, calibrated for its engine,
+or derived), and llama.cpp's --numa mode from where the instance is placed."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -45,18 +45,17 @@ def _whole(value, what, problems):
 
 
 def engine_settings(instance, given, cores, calibrations, problems):
-    """Sets instance's engine, threads, threads_batch, n_ubatch and settings_from (where each came from):
-    the instance's own value (0: none), else its model's calibration on its class (calibrations: model
-    sha256 -> results; the fastest engine, or the fastest configuration of the engine it names; threads no
-    more than its cores), else derived (threads = its cores, batch threads = threads, the engine's ubatch)."""
+    """Sets instance's threads, threads_batch, n_ubatch and settings_from (where each, and the engine, came
+    from): the instance's own value (0: none), else its model's calibration on its class for its engine
+    (calibrations: model sha256 -> results; threads no more than its cores), else derived (threads = its
+    cores, batch threads = threads, the engine's ubatch)."""
     name = instance.get("name", "?")
-    results = (calibrations or {}).get(instance.get("model_sha256")) or []
     origin = {"engine": "given" if "engine" in given else "default"}
-    if "engine" in given:
-        results = [r for r in results if r.get("engine") == instance["engine"]]
+    # The engine stays the instance's: llama-bench measures one sequence, and its ranking of the engines did
+    # not hold for served streams (docs/benchmarks/engines.md: ik_llama.cpp first in llama-bench, slower
+    # served). The calibration file names its favourite; switching is the operator's call.
+    results = [r for r in (calibrations or {}).get(instance.get("model_sha256")) or [] if r.get("engine") == instance["engine"]]
     best = calibration_best(results) if results else {}
-    if best and "engine" not in given:
-        instance["engine"], origin["engine"] = best["engine"], "calibration"
     values = {}
     for key in ("threads", "threads_batch", "n_ubatch"):
         value = _whole(given[key], "instance %s: %s" % (name, key), problems) if key in given else 0

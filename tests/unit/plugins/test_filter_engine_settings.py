@@ -71,24 +71,26 @@ def test_mainline_wins_where_the_fork_is_not_faster():
     assert calibration_best(MAINLINE + [dict(r, engine="ik_llama.cpp") for r in MAINLINE])["engine"] == "llama-server"
 
 
-def test_an_instance_takes_its_class_calibration_unless_it_sets_its_own():
+def test_an_instance_takes_its_engines_calibration_unless_it_sets_its_own():
     calibrations = {"a" * 64: MAINLINE + IK}
     entry = {"name": "tiny", "model": "m.gguf", "model_sha256": "a" * 64, "port": 8081}
-    (calibrated,) = plan(entry, calibrations=calibrations)["instances"]
-    assert (calibrated["engine"], calibrated["threads"], calibrated["threads_batch"], calibrated["n_ubatch"]) == (
-        "ik_llama.cpp", 3, 4, 512)
-    assert calibrated["settings_from"] == {"engine": "calibration", "threads": "calibration",
-                                           "threads_batch": "calibration", "n_ubatch": "calibration"}
-    assert calibrated["source"] == "ik_llama.cpp" and calibrated["http_server"]
-    (own,) = plan(dict(entry, engine="llama-server", threads=5), calibrations=calibrations)["instances"]
-    # the engine it names: that engine's fastest batch threads and ubatch, its own decode threads
-    assert (own["engine"], own["threads"], own["threads_batch"], own["n_ubatch"]) == ("llama-server", 5, 4, 512)
-    assert own["settings_from"]["threads"] == "given" and own["settings_from"]["engine"] == "given"
+    (mainline,) = plan(entry, calibrations=calibrations)["instances"]
+    # the engine stays the instance's (here the default) even where another engine measured faster
+    assert (mainline["engine"], mainline["threads"], mainline["threads_batch"], mainline["n_ubatch"]) == (
+        "llama-server", 4, 4, 512)
+    assert mainline["settings_from"] == {"engine": "default", "threads": "calibration",
+                                         "threads_batch": "calibration", "n_ubatch": "calibration"}
+    (fork,) = plan(dict(entry, engine="ik_llama.cpp"), calibrations=calibrations)["instances"]
+    assert (fork["threads"], fork["threads_batch"], fork["n_ubatch"], fork["source"]) == (3, 4, 512, "ik_llama.cpp")
+    (own,) = plan(dict(entry, engine="ik_llama.cpp", threads=5, n_ubatch=64), calibrations=calibrations)["instances"]
+    assert (own["threads"], own["threads_batch"], own["n_ubatch"]) == (5, 4, 64)
+    assert own["settings_from"] == {"engine": "given", "threads": "given", "threads_batch": "calibration",
+                                    "n_ubatch": "given"}
 
 
 def test_calibrated_threads_above_the_instances_cores_are_not_taken():
-    (instance,) = plan({"name": "tiny", "model": "m.gguf", "model_sha256": "a" * 64, "port": 8081},
-                       calibrations={"a" * 64: IK}, allowed="0-1")["instances"]
+    (instance,) = plan({"name": "tiny", "model": "m.gguf", "model_sha256": "a" * 64, "port": 8081,
+                        "engine": "ik_llama.cpp"}, calibrations={"a" * 64: IK}, allowed="0-1")["instances"]
     assert (instance["threads"], instance["threads_batch"]) == (2, 2)
     assert instance["settings_from"]["threads"] == "derived"
 
