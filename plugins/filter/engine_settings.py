@@ -13,7 +13,8 @@ import json
 from ansible.errors import AnsibleFilterError
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import parse_cpulist
 
-# What a calibration may set on an instance that does not set it itself.
+# The settings whose origin an instance reports (settings_from): given, calibration or derived; the
+# engine given or the default (a calibration never sets it).
 CALIBRATED_KEYS = ("engine", "threads", "threads_batch", "n_ubatch")
 
 
