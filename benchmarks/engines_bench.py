@@ -92,8 +92,9 @@ def server_argv(engine, directory, model, config, port):
 
 def serve_and_measure(engine, directory, model, config, rounds, log):
     port = next(PORTS)
+    # ik_llama.cpp's server writes llama.log into its working directory
     process = subprocess.Popen(server_argv(engine, directory, model, config, port), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+                               stderr=subprocess.DEVNULL, cwd=model.parent)
     try:
         wait_ready(process, port)
         trial(port, 1, -1)  # warm-up: pages of the model in, threads spun up
