@@ -167,7 +167,6 @@ def llama_instances(instances, defaults, allowed_cpus, core_cpus, models, extra_
     with placement per_node or per_l3 copied once per NUMA node or L3 domain of cpu_plan; problems lists
     every request the role must refuse, all at once."""
     result, problems = [], []
-    flags = extra_flags if isinstance(extra_flags, dict) else {"llama-server": list(extra_flags or [])}
     placed = []
     for given in instances or []:
         placed += _placed(given, defaults, cpu_plan, numa_nodes, problems)
@@ -202,7 +201,7 @@ def llama_instances(instances, defaults, allowed_cpus, core_cpus, models, extra_
         instance["http_server"] = instance["engine"] != "llama-cpp-python"
         if instance.get("extra_args") and not instance["http_server"]:
             problems.append("instance %s: extra_args are llama.cpp server flags; engine %s takes none" % (name, instance["engine"]))
-        problems += extra_args_problems(name, instance.get("extra_args"), flags, instance["engine"])
+        problems += extra_args_problems(name, instance.get("extra_args"), extra_flags, instance["engine"])
         problems += _ik_problems(instance)
         instance["memory_high"], instance["memory_max"] = _memory(instance, (models or {}).get(instance["base_name"]), problems)
         instance["ctx_total"] = int(instance["n_ctx"]) * int(instance["parallel"])

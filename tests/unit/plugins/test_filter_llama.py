@@ -18,7 +18,7 @@ TINY = {"bytes": 293504, "layers": 2, "head_count": 4, "head_count_kv": 2, "key_
 DEFAULTS = {"n_ctx": 512, "cpu_quota": 0, "memory_high": "", "memory_max": "", "engine": "llama-server", "parallel": 1,
             "cache_type_k": "f16", "cache_type_v": "f16", "extra_args": []}
 CORES = ["0", "1", "2", "3"]
-FLAGS = ["--temp", "--seed"]
+FLAGS = {"llama-server": ["--temp", "--seed"]}  # allowed extra_args per engine
 
 
 def plan(*instances, models=None, allowed="2-3"):
@@ -74,7 +74,7 @@ def test_a_model_the_controller_cannot_read_needs_memory_max():
 
 
 def test_extra_args_take_allowed_flags_with_their_values():
-    assert extra_args_problems("x", ["--temp", "0.2", "--seed=7"], {"llama-server": FLAGS}) == []
+    assert extra_args_problems("x", ["--temp", "0.2", "--seed=7"], FLAGS) == []
 
 
 def _host(build_class, arch="x86_64", release="bookworm", glibc="2.36", glibcxx="3.4.30", python=(3, 11), builds=True):
