@@ -76,10 +76,21 @@ def test_openai_client_through_the_front_door_chat_completions_and_a_wrong_key(h
 
 
 def _stream(index):
+    """The stream's finish reason, or the error that ended it (kept, so that every stream's end is seen)."""
     client = openai.OpenAI(base_url=_frontdoor(), api_key=API_KEY, timeout=600, max_retries=0)
-    return _finish(list(client.chat.completions.create(
-        model="tiny-llama", messages=[{"role": "user", "content": "Stream %d" % index}], max_tokens=48, stream=True,
-        extra_body={"ignore_eos": True})))
+    try:
+        return _finish(list(client.chat.completions.create(
+            model="tiny-llama", messages=[{"role": "user", "content": "Stream %d" % index}], max_tokens=48,
+            stream=True, extra_body={"ignore_eos": True})))
+    except openai.OpenAIError as error:
+        return "%s: %s (%r)" % (type(error).__name__, error, error.__cause__)
+
+
+def _frontdoor_log(host, since):
+    """HAProxy's request lines since the guest's epoch `since`: each ends with its termination state
+    (two letters: who ended the session and in which phase, e.g. SD = the server aborted during the data)."""
+    with host.sudo():
+        return host.check_output("journalctl -t haproxy --no-pager -o short-precise --since @%s" % since)
 
 
 def _runtime_api(host, command):
@@ -100,8 +111,10 @@ def test_streams_beyond_the_slots_queue_at_the_front_door_and_all_complete(host)
     # many overlap depends on the threads' start, so the count checked is stot's (sessions handled) growth.
     _runtime_api(host, "clear counters")
     handled_before = int(_backend_stat(host)["stot"])
+    started = host.check_output("date +%s")
     with concurrent.futures.ThreadPoolExecutor(max_workers=6) as pool:
         finishes = list(pool.map(_stream, range(6)))
+    print("the front door's log of them:\n%s" % _frontdoor_log(host, started))
     assert finishes == ["length"] * 6
     backend = _backend_stat(host)
     print("backend after six streams over three slots: qmax %s, smax %s, stot %s -> %s"

@@ -41,6 +41,18 @@ def test_one_instance_per_node_of_the_inference_cpus(host):
     assert nodes.split() == [str(n) for n in range(len(_units(host)))]
 
 
+def test_instances_on_two_nodes_pin_their_threads_under_numa(host):
+    two_nodes = host.backend.get_hostname() == "mol-fleet-2"
+    for unit in _units(host):
+        command = host.check_output("systemctl show --property=ExecStart --value %s" % unit)
+        assert ("--numa numactl" in command) is two_nodes, command
+        invocation = host.check_output("systemctl show --property=InvocationID --value %s" % unit)
+        with host.sudo():
+            log = host.check_output("journalctl --no-pager -o cat _SYSTEMD_INVOCATION_ID=%s" % invocation)
+        # llama.cpp pins each compute thread under --numa; the unit's system call filter must let it
+        assert log and "pthread_setaffinity_np() failed" not in log
+
+
 def test_every_host_runs_release_one_without_the_bad_quota(host):
     for unit in _units(host):
         assert host.service(unit).is_running

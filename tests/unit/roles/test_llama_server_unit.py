@@ -52,3 +52,12 @@ def test_mainline_keeps_its_flags():
 def test_a_clean_first_touch_is_opt_in(first_touch):
     unit = render(engine="llama-server", source="llama.cpp", http_server=True, numa_first_touch=first_touch)
     assert ("ExecStartPre=+/a/bin/cpuinfer-evict-page-cache /m/%s.gguf" % ("a" * 64) in unit) is first_touch
+
+
+@pytest.mark.parametrize("numa", ["numactl", "distribute", ""])
+def test_only_numa_instances_may_pin_their_threads(numa):
+    filters = [line for line in render(engine="llama-server", source="llama.cpp", http_server=True, numa=numa)
+               .splitlines() if line.startswith("SystemCallFilter=")]
+    # the deny line keeps @resources out; the allow line after it takes sched_setaffinity back
+    assert filters[:2] == ["SystemCallFilter=@system-service", "SystemCallFilter=~@privileged @resources"]
+    assert filters[2:] == (["SystemCallFilter=sched_setaffinity"] if numa else [])
