@@ -168,6 +168,11 @@ def _journal_since(host, epoch):
         return host.check_output("journalctl -u %s --no-pager -o short-precise --since @%s" % (UNIT, epoch))
 
 
+def _seen_since(host, epoch):
+    """What a failed wait after the kill saw: BE's limits, the unit's state and its journal since."""
+    return "BE %s, controller %s; journal:\n%s" % (_be(host), _show(host, UNIT, "SubState"), _journal_since(host, epoch))
+
+
 def test_a_killed_controller_leaves_best_effort_at_its_safe_minimum(host):
     _wait("growth before the kill", lambda: _be(host) != SAFE, 120)
     # ExecStopPost took 8 s on a quiet lab VM (its Python and the unit's sandbox start under emulation);
@@ -180,8 +185,7 @@ def test_a_killed_controller_leaves_best_effort_at_its_safe_minimum(host):
             host.check_output("systemctl kill --signal=SIGKILL %s" % UNIT)
         _wait("ExecStopPost's end (the unit waiting to restart)",
               lambda: _show(host, UNIT, "SubState")["SubState"] == "auto-restart", 180,
-              lambda: "BE %s, controller %s; journal:\n%s" % (_be(host), _show(host, UNIT, "SubState"),
-                                                               _journal_since(host, killed)))
+              lambda: _seen_since(host, killed))
         assert _be(host) == SAFE
         journal = _wait("ExecStopPost's record in the journal",
                         lambda: [line for line in _journal_since(host, killed).splitlines()
