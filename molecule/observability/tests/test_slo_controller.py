@@ -64,17 +64,24 @@ def _lc_quota(host):
     return _show(host, LLAMA, "CPUQuotaPerSecUSec")["CPUQuotaPerSecUSec"]
 
 
-def _client_load(host, seconds):
-    """Long streams one after another on the instance (one slot): the controller's probes wait for
-    their first token behind them. Run on the host, so the load does not depend on forwarding."""
-    script = ("import json,time,urllib.request\n"
+def _client_load(host, seconds, clients=3):
+    """Long streams one after another from `clients` clients at once on the instance (one slot): the
+    controller's probes wait for their first token behind the queued streams. One client was not enough
+    on a quiet lab VM (200 tokens in about 2 s: probes waited at most 0.83 of the 1.5 s objective, no cut),
+    and n_ctx 256 leaves no room for longer streams. Run on the host, so the load does not depend on
+    forwarding."""
+    script = ("import json,threading,time,urllib.request\n"
               "key=open('/etc/cpuinfer/llama-server/tiny-llama.key').read().strip()\n"
               "end=time.time()+%d\n"
-              "while time.time()<end:\n"
-              " r=urllib.request.Request('http://127.0.0.1:8081/v1/completions',data=json.dumps({'prompt':'Tell a story:',"
+              "def client():\n"
+              " while time.time()<end:\n"
+              "  r=urllib.request.Request('http://127.0.0.1:8081/v1/completions',data=json.dumps({'prompt':'Tell a story:',"
               "'max_tokens':200,'stream':True,'ignore_eos':True}).encode(),headers={'Authorization':'Bearer '+key,"
               "'Content-Type':'application/json'})\n"
-              " urllib.request.urlopen(r,timeout=120).read()\n" % seconds)
+              "  urllib.request.urlopen(r,timeout=120).read()\n"
+              "threads=[threading.Thread(target=client) for _ in range(%d)]\n"
+              "[t.start() for t in threads]\n"
+              "[t.join() for t in threads]\n" % (seconds, clients))
     with host.sudo():
         host.check_output("systemd-run --unit cpuinfer-client-load --collect python3 -c %s" % shlex.quote(script))
 
