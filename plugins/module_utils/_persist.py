@@ -25,6 +25,30 @@ class PersistError(HostError):
     """A persistence file could not be written or removed."""
 
 
+# Where the boot-time appliers read drop-ins (sysctl.d(5), tmpfiles.d(5)): files named *.conf (not hidden)
+# directly in these directories. A drop-in anywhere else is written and never applied.
+READ_AT_BOOT = {
+    "systemd-sysctl": ("/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d", "/lib/sysctl.d"),
+    "systemd-tmpfiles": ("/etc/tmpfiles.d", "/run/tmpfiles.d", "/usr/local/lib/tmpfiles.d", "/usr/lib/tmpfiles.d",
+                         "/lib/tmpfiles.d"),
+}
+
+
+def unread_dropin_problem(option, given, normal, applier):
+    """Why applier would never read the drop-in given (normal: its normal path), or None."""
+    directory, name = normal.rsplit("/", 1)
+    if given.endswith("/"):
+        why = "ends in '/', a directory"
+    elif name.startswith(".") or not name.endswith(".conf") or name == ".conf":
+        why = "is not named *.conf"
+    elif (directory or "/") not in READ_AT_BOOT[applier]:
+        why = "is not directly in one of its directories"
+    else:
+        return None
+    return "%s: %s %s; %s reads only *.conf files in %s, so this drop-in would never be applied at boot" % (
+        option, given, why, applier, ", ".join(READ_AT_BOOT[applier]))
+
+
 def applied_at_boot_warning(root, relative, applier):
     """None on a host booted by systemd; else a warning that nothing applies the drop-in at boot.
 

@@ -146,11 +146,28 @@ def _module(argument_spec):
         crash = "%s: %s" % (type(exc).__name__, exc)
     loose = AnsibleModule(argument_spec=dict((name, dict(type="raw")) for name in argument_spec),
                           supports_check_mode=True)
-    wrong = ["%s must be a dict of %s, not %r" % (name, ", ".join(sorted(spec["options"])), loose.params[name])
-             for name, spec in sorted(argument_spec.items())
-             if "options" in spec and loose.params.get(name) is not None and not isinstance(loose.params[name], Mapping)]
+    wrong = list(_not_dicts(argument_spec, loose.params))
     loose.fail_json(msg="invalid request, nothing written: " + (
         "; ".join(wrong) or "an argument does not fit its type (ansible-core's validation failed with %s)" % crash))
+
+
+def _not_dicts(argument_spec, raw, prefix=""):
+    """'option must be a dict of ...' for every option with suboptions, at any depth, given something else
+    (in a list of dicts, each element), named by its whole path: thp.khugepaged, files[0]."""
+    for name, spec in sorted(argument_spec.items()):
+        value = raw.get(name) if isinstance(raw, Mapping) else None
+        if "options" not in spec or value is None:
+            continue
+        if spec.get("type") == "list":
+            items = [("%s%s[%d]" % (prefix, name, index), item) for index, item in enumerate(value)] \
+                if isinstance(value, list) else []
+        else:
+            items = [(prefix + name, value)]
+        for path, item in items:
+            if isinstance(item, Mapping):
+                yield from _not_dicts(spec["options"], item, path + ".")
+            else:
+                yield "%s must be a dict of %s, not %r" % (path, ", ".join(sorted(spec["options"])), item)
 
 
 def _int_values(argument_spec, raw, prefix=""):

@@ -11,7 +11,8 @@ import re
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _perf_paranoid_settings, _thp_settings
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_exists, read_knob
 from ansible_collections.cpuinfer.llm.plugins.module_utils._paths import link_problem, normal_path, path_problem
-from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import MANAGED_HEADER, applied_at_boot_warning, read_file
+from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import (
+    MANAGED_HEADER, applied_at_boot_warning, read_file, unread_dropin_problem)
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, file_step, knob_step, refuse_if, render_values
 from ansible_collections.cpuinfer.llm.plugins.module_utils._sysctl import SysctlError, render_dropin, sysctl_path
 
@@ -67,14 +68,15 @@ def wanted_values(values, problems):
 
 
 def dropin_problems(params, root):
-    """What is wrong with the drop-in's path: not one absolute file path, through a link, or another
-    part's drop-in."""
+    """What is wrong with the drop-in's path: not one absolute file path, another part's drop-in, a file
+    systemd-sysctl never reads, or through a link."""
     path, problem = path_problem("dropin", params["dropin"])
     if problem:
         return [problem]
     if path in OTHER_DROPINS:
         return ["dropin %s is %s's drop-in; give a file of its own" % (path, OTHER_DROPINS[path])]
-    return [problem for problem in [link_problem("dropin", root, path)] if problem]
+    problems = [unread_dropin_problem("dropin", params["dropin"], path, "systemd-sysctl"), link_problem("dropin", root, path)]
+    return [problem for problem in problems if problem]
 
 
 def converge(module, journal):

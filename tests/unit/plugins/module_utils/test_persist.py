@@ -128,3 +128,21 @@ def test_a_path_does_not_match_where_glob_would_not_find_it(tmp_path, path):
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text("x")
     assert not _persist.path_matches(path, patterns) and _persist.matching_files(str(tmp_path), patterns) == []
+
+
+@pytest.mark.parametrize("given,applier,why", [
+    ("/etc/tmpfiles.d/x.conf", "systemd-tmpfiles", None),
+    ("/usr/lib/sysctl.d/50-x.conf", "systemd-sysctl", None),
+    ("/etc/tmpfiles.d/x.conf/", "systemd-tmpfiles", "ends in '/', a directory"),
+    ("/etc/tmpfiles.d/x", "systemd-tmpfiles", "is not named *.conf"),
+    ("/etc/tmpfiles.d/.conf", "systemd-tmpfiles", "is not named *.conf"),
+    ("/etc/sysctl.d/x.conf", "systemd-tmpfiles", "is not directly in one of its directories"),
+    ("/x.conf", "systemd-sysctl", "is not directly in one of its directories"),
+])
+def test_a_dropin_its_applier_never_reads_is_named_with_the_reason(given, applier, why):
+    normal = given.rstrip("/")
+    problem = _persist.unread_dropin_problem("dropin", given, normal, applier)
+    if why is None:
+        assert problem is None
+    else:
+        assert problem.startswith("dropin: %s %s; %s reads only *.conf files in " % (given, why, applier)), problem
