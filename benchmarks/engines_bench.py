@@ -13,7 +13,6 @@ the weight bytes one token reads, check_gguf.py's bytes_per_token).
 
 import itertools
 import random
-import statistics
 import subprocess
 import sys
 import threading
@@ -25,6 +24,8 @@ sys.path[:0] = [str(REPO / "agent"), str(REPO / ".build" / "collections")]
 
 from cpuinfer_agent import copy_bandwidth, stream_probe  # noqa: E402
 from ansible_collections.cpuinfer.llm.plugins.filter import engine_settings  # noqa: E402
+
+import stats  # noqa: E402
 
 ENGINES = {"llama-server": "llama.cpp", "ik_llama.cpp": "ik_llama.cpp"}  # engine -> its build's source
 PROMPT_TOKENS = 512
@@ -117,13 +118,8 @@ def calibrate(engine, directory, model, cores, repetitions, run):
     return {"item": [{}, ENGINES[engine]], "stdout": out}
 
 
-def spread(values):
-    return {"median": round(statistics.median(values), 2), "min": round(min(values), 2), "max": round(max(values), 2),
-            "runs": values}
-
-
 def summarize(measured):
-    return {clients: {what: spread([t[what] for t in trials]) for what in ("prefill", "decode")}
+    return {clients: {what: stats.spread([t[what] for t in trials]) for what in ("prefill", "decode")}
             for clients, trials in measured.items()}
 
 

@@ -1,14 +1,12 @@
 """Summaries of benchmark samples: medians, pooled latency percentiles, ratios between variants."""
 
 import statistics
+import sys
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent"))
 
-def percentile(values, fraction):
-    """Nearest-rank percentile (the same rule as the health gate's probe)."""
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+from cpuinfer_agent.stream_probe import percentile  # noqa: E402  pylint: disable=wrong-import-position,unused-import
 
 
 def summarize_variant(samples):

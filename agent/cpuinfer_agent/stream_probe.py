@@ -29,10 +29,18 @@ KEY_DIR = "/etc/cpuinfer/llama-server"
 
 
 def percentile(values, fraction):
+    """Nearest-rank percentile, the project's one (the agent, the benchmarks and their load clients use it);
+    None for no values: no reading is not a latency of 0."""
     ordered = sorted(values)
     if not ordered:
-        return 0.0
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+        return None
+    return ordered[min(len(ordered) - 1, max(0, int(round(fraction * (len(ordered) - 1)))))]
+
+
+def _gap_percentile(gaps, fraction):
+    """A probe of one token has no gap between tokens: 0.0, and the gate's tokens/s floor judges it."""
+    value = percentile(gaps, fraction)
+    return 0.0 if value is None else round(value, 1)
 
 
 def token_arrivals(port, body, api_key="", timeout=600):
@@ -82,8 +90,8 @@ def measure(port, max_tokens, api_key=""):
         "total_ms": round((finished - started) * 1000, 1),
         "tokens_per_second": round(len(arrivals) / (finished - started), 3),
         "decode_tokens_per_second": round((len(arrivals) - 1) / span, 3) if span else 0.0,
-        "p50_ms": round(percentile(gaps, 0.50), 1),
-        "p99_ms": round(percentile(gaps, 0.99), 1),
+        "p50_ms": _gap_percentile(gaps, 0.50),
+        "p99_ms": _gap_percentile(gaps, 0.99),
         "gaps_ms": [round(g, 1) for g in gaps],
     }
 

@@ -17,23 +17,22 @@ time to first token can be compared between phases. Prints one JSON object (summ
 import argparse
 import json
 import os
+import sys
 import threading
 import time
+from pathlib import Path
 
 import openai
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "agent"))
+
+from cpuinfer_agent.stream_probe import percentile  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def classify(finish_reason, error):
     if error is not None:
         return "failed"
     return "completed" if finish_reason == "length" else "truncated"
-
-
-def percentile(values, share):
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    return ordered[min(len(ordered) - 1, max(0, int(round(share * (len(ordered) - 1)))))]
 
 
 def summarise(requests):

@@ -1,20 +1,17 @@
 """llama-tiny on the arm64 host, from an engine cross-compiled on the x86_64 controller."""
 
-import json
 import os
+import sys
 import time
 
 import openai
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared"))
+
+from lab_vm import host_port  # noqa: E402  pylint: disable=wrong-import-position
+
 API_KEY = "lab-secret-not-for-production"
 UNIT = "cpuinfer-llama-tiny-llama.service"
-
-
-def _forwarded_port(host, guest_port):
-    state = os.environ.get("CPUINFER_LAB_STATE", "/var/lib/cpuinfer-lab")
-    name = host.check_output("hostname")
-    with open(os.path.join(state, "vms", name, "vm.json"), encoding="utf-8") as handle:
-        return json.load(handle)["forwarded"][str(guest_port)]
 
 
 def _main_pid(host):
@@ -38,7 +35,7 @@ def test_the_engine_loads_only_the_hosts_libraries(host):
 
 
 def test_a_streamed_completion_through_the_openai_client(host):
-    client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % _forwarded_port(host, 8081), api_key=API_KEY,
+    client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % host_port(host, 8081), api_key=API_KEY,
                            timeout=300, max_retries=1)
     started = time.monotonic()
     stream = client.completions.create(model="tiny-llama", prompt="The Kunpeng host says", max_tokens=12,
@@ -50,7 +47,7 @@ def test_a_streamed_completion_through_the_openai_client(host):
 
 
 def test_a_wrong_key_is_refused(host):
-    client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % _forwarded_port(host, 8081), api_key="wrong",
+    client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % host_port(host, 8081), api_key="wrong",
                            timeout=60, max_retries=0)
     try:
         client.completions.create(model="tiny-llama", prompt="x", max_tokens=1)

@@ -1,20 +1,17 @@
 """llama-tiny served by ik_llama.cpp's llama-server on each architecture."""
 
-import json
 import os
+import sys
 import time
 
 import openai
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared"))
+
+from lab_vm import host_port  # noqa: E402  pylint: disable=wrong-import-position
+
 API_KEY = "lab-secret-not-for-production"
 UNIT = "cpuinfer-llama-tiny-ik.service"
-
-
-def _forwarded_port(host, guest_port):
-    state = os.environ.get("CPUINFER_LAB_STATE", "/var/lib/cpuinfer-lab")
-    name = host.check_output("hostname")
-    with open(os.path.join(state, "vms", name, "vm.json"), encoding="utf-8") as handle:
-        return json.load(handle)["forwarded"][str(guest_port)]
 
 
 def test_the_unit_runs_the_forks_server_from_its_own_build(host):
@@ -26,7 +23,7 @@ def test_the_unit_runs_the_forks_server_from_its_own_build(host):
 
 
 def test_a_streamed_completion_through_the_openai_client(host):
-    client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % _forwarded_port(host, 8081), api_key=API_KEY,
+    client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % host_port(host, 8081), api_key=API_KEY,
                            timeout=300, max_retries=1)
     started = time.monotonic()
     stream = client.completions.create(model="tiny-ik", prompt="The fork says", max_tokens=12, stream=True,

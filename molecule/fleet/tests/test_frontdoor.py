@@ -5,24 +5,23 @@ import concurrent.futures
 import json
 import os
 import shlex
+import sys
 import threading
 import time
 
 import openai
 import pytest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared"))
+
+from lab_vm import forwarded_port  # noqa: E402  pylint: disable=wrong-import-position
+
 API_KEY = "fleet-key-0123456789abcdef"
 SERVERS = {"mol-fleet-1--tiny-llama-node0", "mol-fleet-2--tiny-llama-node0", "mol-fleet-2--tiny-llama-node1"}
 
 
-def _forwarded(vm, guest_port):
-    state = os.environ.get("CPUINFER_LAB_STATE", "/var/lib/cpuinfer-lab")
-    with open(os.path.join(state, "vms", vm, "vm.json"), encoding="utf-8") as handle:
-        return json.load(handle)["forwarded"][str(guest_port)]
-
-
 def _frontdoor():
-    return "http://127.0.0.1:%d/v1" % _forwarded("mol-fleet-1", 9081)
+    return "http://127.0.0.1:%d/v1" % forwarded_port("mol-fleet-1", 9081)
 
 
 def _only(host, name):
@@ -132,7 +131,7 @@ def test_haproxys_own_metrics_answer(host):
 
 def test_a_stop_without_front_door_waits_for_the_stream_it_serves(host):
     _only(host, "mol-fleet-2")
-    client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % _forwarded("mol-fleet-2", 8082), api_key=API_KEY,
+    client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % forwarded_port("mol-fleet-2", 8082), api_key=API_KEY,
                            timeout=600, max_retries=0)
     seen = {}
 

@@ -18,6 +18,9 @@ THREAD_FLAG = {"llama-server": "--threads", "llama-cpp-python": "--n_threads"}
 API_KEY = "lab-secret-not-for-production"
 PROJECT = os.environ["MOLECULE_PROJECT_DIRECTORY"]
 sys.path.insert(0, os.path.join(PROJECT, ".build", "collections"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared"))
+
+from lab_vm import host_port  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def _unit(name):
@@ -27,14 +30,6 @@ def _unit(name):
 def _cgroup(host, name):
     group = host.check_output("systemctl show --property=ControlGroup --value %s" % _unit(name))
     return "/sys/fs/cgroup" + group
-
-
-def _forwarded_port(host, guest_port):
-    """The controller's 127.0.0.1 port that the lab forwards to guest_port of this VM."""
-    state = os.environ.get("CPUINFER_LAB_STATE", "/var/lib/cpuinfer-lab")
-    name = host.check_output("hostname")
-    with open(os.path.join(state, "vms", name, "vm.json"), encoding="utf-8") as handle:
-        return json.load(handle)["forwarded"][str(guest_port)]
 
 
 @pytest.mark.parametrize("name", sorted(INSTANCES))
@@ -116,7 +111,7 @@ def test_servers_run_as_the_dynamic_user_systemd_allocates(host, name):
 
 @pytest.mark.parametrize("name", sorted(INSTANCES))
 def test_openai_client_chat_and_stream(host, name):
-    client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % _forwarded_port(host, INSTANCES[name]),
+    client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % host_port(host, INSTANCES[name]),
                            api_key=API_KEY, timeout=120, max_retries=2)
     reply = client.chat.completions.create(model=name, messages=[{"role": "user", "content": "Hello"}], max_tokens=8)
     assert reply.choices[0].message.content is not None
@@ -143,7 +138,7 @@ def _stream(base_url, index):
 
 
 def test_four_concurrent_streams_all_complete_and_overlap(host):
-    base_url = "http://127.0.0.1:%d/v1" % _forwarded_port(host, INSTANCES["tiny-llama"])
+    base_url = "http://127.0.0.1:%d/v1" % host_port(host, INSTANCES["tiny-llama"])
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
         streams = list(pool.map(lambda i: _stream(base_url, i), range(4)))
     zero = min(s["start"] for s in streams)
@@ -164,7 +159,7 @@ def _get(url, key=None):
 
 
 def test_health_and_metrics_answer(host):
-    base = "http://127.0.0.1:%d" % _forwarded_port(host, INSTANCES["tiny-llama"])
+    base = "http://127.0.0.1:%d" % host_port(host, INSTANCES["tiny-llama"])
     assert _get(base + "/health")[0] == 200
     status, text = _get(base + "/metrics", API_KEY)
     assert status == 200 and "llamacpp:prompt_tokens_total" in text

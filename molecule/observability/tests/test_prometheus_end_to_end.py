@@ -13,6 +13,7 @@ import os
 import re
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.parse
@@ -21,6 +22,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared"))
+
+from lab_vm import forwarded_ports  # noqa: E402  pylint: disable=wrong-import-position
 
 REPO = os.environ["MOLECULE_PROJECT_DIRECTORY"]
 PROMETHEUS = os.path.join(REPO, ".build", "tools", "prometheus")
@@ -45,12 +50,10 @@ COMPARISON = re.compile(r"\s*(==|!=|>=|<=|>|<)\s*[-+]?(\d+(\.\d+)?|Inf)\s*$")
 SET_OPERATOR = re.compile(r"\s+(?:and|or|unless)(?:\s+on\s*\([^)]*\))?\s+")
 
 
-def _forwarded_ports():
+def _scenario_vm():
     with open(os.path.join(os.environ["MOLECULE_SCENARIO_DIRECTORY"], "molecule.yml"), encoding="utf-8") as handle:
         name = yaml.safe_load(handle)["platforms"][0]["name"]
-    state = os.path.join(os.environ.get("CPUINFER_LAB_STATE", "/var/lib/cpuinfer-lab"), "vms", name, "vm.json")
-    with open(state, encoding="utf-8") as handle:
-        return name, json.load(handle)["forwarded"]
+    return name, forwarded_ports(name)
 
 
 def _free_port():
@@ -104,7 +107,7 @@ def _load(url, stop):
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory):
     directory = str(tmp_path_factory.mktemp("prometheus"))
-    vm_name, forwarded = _forwarded_ports()
+    vm_name, forwarded = _scenario_vm()
     _write_config(directory, vm_name, forwarded)
     port = _free_port()
     log_path = os.path.join(directory, "log")

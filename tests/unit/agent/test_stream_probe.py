@@ -133,3 +133,20 @@ def test_the_key_comes_from_the_instance_files_first(tmp_path):
     assert stream_probe.api_key_of("b", str(tmp_path)) == "env-file"
     assert stream_probe.port_of("{ argv[]=/x --port 8081 --threads 2 ; }") == 8081
     assert stream_probe.port_of("{ argv[]=/x --threads 2 ; }") is None
+
+
+def test_one_token_has_no_gap_the_probe_reports_as_zero(server):
+    out = subprocess.run([sys.executable, str(PROBE), str(server), "1", "secret"], capture_output=True, text=True,
+                         check=True, timeout=30)
+    result = json.loads(out.stdout)
+    assert result["tokens"] == 1 and result["gaps_ms"] == []
+    assert result["p50_ms"] == 0.0 and result["p99_ms"] == 0.0
+
+
+def test_the_percentile_is_nearest_rank_and_none_without_values():
+    sys.path.insert(0, str(PROBE.parent.parent))
+    from cpuinfer_agent.stream_probe import percentile  # pylint: disable=import-outside-toplevel
+    values = list(range(1, 101))
+    assert percentile(values, 0.5) == 51 and percentile(values, 0.99) == 99 and percentile(values, 0.0) == 1
+    assert percentile([7], 0.99) == 7
+    assert percentile([], 0.99) is None
