@@ -33,6 +33,7 @@ GENERATED = 64
 # A port of its own for each server started: one that just stopped leaves its clients' connections in
 # TIME_WAIT, and ik_llama.cpp's server cannot bind beside them (it then crashes on its way out).
 PORTS = itertools.count(18095)
+CALIBRATION_UBATCH = (128, 256, 512)
 GOAL = {"prefill": 1.5, "decode": 1.1, "decode_of_bound": 0.8}
 
 
@@ -111,10 +112,8 @@ def serve_and_measure(engine, directory, model, config, rounds, log):
 
 
 def calibrate(engine, directory, model, cores, repetitions, run):
-    out = run([directory / "engine" / "llama-bench", "-m", model, "-p", PROMPT_TOKENS, "-n", GENERATED,
-               "-r", repetitions, "-o", "json", "-t", ",".join(str(t) for t in engine_settings.calibration_grid(cores)),
-               "-ub", "128,256,512"] + (["-fa", "0"] if engine == "ik_llama.cpp" else []),
-              stdout=subprocess.PIPE, text=True).stdout
+    out = run(engine_settings.llama_bench_argv(directory / "engine" / "llama-bench", model, cores, ENGINES[engine],
+                                               repetitions, CALIBRATION_UBATCH), stdout=subprocess.PIPE, text=True).stdout
     return {"item": [{}, ENGINES[engine]], "stdout": out}
 
 

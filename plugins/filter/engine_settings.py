@@ -121,6 +121,21 @@ def calibration_grid(cores):
     return sorted(set(c for c in [1, cores // 4, cores // 2, (3 * cores) // 4, cores - 2, cores - 1, cores] if c >= 1))
 
 
+def llama_bench_argv(binary, model, cores, source, repetitions, ubatch):
+    """A calibration's llama-bench of one engine source: a prompt of 512 tokens and 64 generated (the
+    served runs' shape), JSON, over calibration_grid(cores) threads and the ubatch sizes; ik_llama.cpp
+    without flash attention, as its units run it."""
+    argv = [str(binary), "-m", str(model), "-p", "512", "-n", "64", "-r", str(int(repetitions)), "-o", "json",
+            "-t", ",".join(str(t) for t in calibration_grid(cores)), "-ub", ",".join(str(int(u)) for u in ubatch)]
+    return argv + (["-fa", "0"] if source == "ik_llama.cpp" else [])
+
+
+def measured_under(command, measure_argv, allowed_cpus=""):
+    """command run by measure_argv (a transient unit: systemd-run ...), on allowed_cpus when given."""
+    return list(measure_argv) + (["-p", "AllowedCPUs=%s" % allowed_cpus] if allowed_cpus else []) + ["--"] + [
+        str(word) for word in command]
+
+
 def bench_json(text):
     """llama-bench's JSON report from its standard output. ik_llama.cpp's also prints what it does to a
     model while loading it ("Computed blk.0.attn_kv_b.weight ...") into the middle of the report: lines a
@@ -157,4 +172,5 @@ def calibration_document(runs, model, bandwidth, host, date, builds):
 class FilterModule:
     def filters(self):
         return {"llama_bench_results": llama_bench_results, "calibration_best": calibration_best,
-                "calibration_grid": calibration_grid, "calibration_document": calibration_document}
+                "calibration_grid": calibration_grid, "calibration_document": calibration_document,
+                "llama_bench_argv": llama_bench_argv, "measured_under": measured_under}

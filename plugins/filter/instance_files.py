@@ -34,6 +34,20 @@ def llama_instances_of_paths(paths, known=None):
     return names
 
 
+def llama_instances_to_restart(instances, written_paths, model_results, venv_changed=False):
+    """The names of instances (the converge's run list, [{name, model_sha256}]) that a converge must restart:
+    every one when the Python server's venv changed, else those whose unit, environment file or key was
+    written and those whose model file was copied or downloaded (model_results: the loops' results, each
+    with changed and item.model_sha256). In the run list's order, each once."""
+    names = [instance["name"] for instance in instances or []]
+    if venv_changed:
+        return names
+    written = llama_instances_of_paths(written_paths, names)
+    models = set(result["item"]["model_sha256"] for result in model_results or [] if result.get("changed"))
+    changed = set(written) | set(instance["name"] for instance in instances or [] if instance.get("model_sha256") in models)
+    return [name for name in names if name in changed]
+
+
 def metrics_units(instances, resctrl_group=None):
     """The exporter's watch list for llama_server_instances: {unit, port, engine, resctrl_group} each."""
     units = []
@@ -47,4 +61,5 @@ def metrics_units(instances, resctrl_group=None):
 
 class FilterModule(object):
     def filters(self):
-        return {"llama_instances_of_paths": llama_instances_of_paths, "metrics_units": metrics_units}
+        return {"llama_instances_of_paths": llama_instances_of_paths, "llama_instances_to_restart": llama_instances_to_restart,
+                "metrics_units": metrics_units}

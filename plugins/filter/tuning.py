@@ -11,6 +11,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.six.moves.collections_abc import Mapping
 
+from ansible_collections.cpuinfer.llm.plugins.filter.isolation import isolation_cmdline
 from ansible_collections.cpuinfer.llm.plugins.module_utils._sysctl import SysctlError, sysctl_key, sysctl_path
 from ansible_collections.cpuinfer.llm.plugins.module_utils._thp import THP_DIR, SELECTION_KNOBS
 
@@ -114,6 +115,33 @@ def tuning_settings(thp, perf, sysctl, slices_now, plan, inference_slice, irq=No
     return sorted(rows, key=lambda row: row["setting"])
 
 
+def _ran(result):
+    """A registered result, or None where its task was skipped (no reading to compare)."""
+    return None if result is None or (isinstance(result, Mapping) and result.get("skipped")) else result
+
+
+def tuning_settings_of(readings):
+    """tuning_settings from verify's readings by name: the check-mode results thp, perf, sysctl and irq (skipped:
+    none), slices_now, plan, inference_slice, isolation {mode, isolcpus_flags, running} (the nohz_full the role
+    asks for is derived from the plan as the converge derives it) and tuned {active_profile, verify: tuned-adm
+    verify's result} (skipped: none)."""
+    if not isinstance(readings, Mapping):
+        raise AnsibleFilterError("tuning_settings: readings are a dict by name, not %r" % (readings,))
+    missing = [name for name in ("thp", "perf", "sysctl", "slices_now", "plan", "inference_slice") if name not in readings]
+    if missing:
+        raise AnsibleFilterError("tuning_settings: readings lack %s" % ", ".join(missing))
+    isolation = readings.get("isolation")
+    if isolation is not None:
+        isolation = _result(isolation, "isolation", ("mode", "running"))
+        wanted = isolation_cmdline(readings["plan"], isolation["mode"], isolation.get("isolcpus_flags"))
+        isolation = {"wanted": wanted.get("nohz_full", ""), "running": isolation["running"]}
+    tuned = readings.get("tuned")
+    verify = _ran(tuned.get("verify")) if isinstance(tuned, Mapping) else None
+    tuned = None if verify is None else {"active_profile": tuned.get("active_profile"), "verify_rc": verify.get("rc")}
+    return tuning_settings(readings["thp"], readings["perf"], readings["sysctl"], readings["slices_now"], readings["plan"],
+                           readings["inference_slice"], _ran(readings.get("irq")), isolation, tuned)
+
+
 class FilterModule(object):
     def filters(self):
-        return {"tuning_record": tuning_record, "tuning_record_kept": tuning_record_kept, "tuning_settings": tuning_settings}
+        return {"tuning_record": tuning_record, "tuning_record_kept": tuning_record_kept, "tuning_settings": tuning_settings_of}

@@ -198,3 +198,14 @@ def test_what_needs_the_forks_flash_attention_is_refused():
     fine = llama_instances([{"name": "ik", "model": "m.gguf", "port": 1, "engine": "ik_llama.cpp", "cache_type_k": "q8_0"}],
                            DEFAULTS, "0-7", CORES, {"ik": TINY}, flags)["problems"]
     assert fine == []
+
+
+def test_a_calibrations_llama_bench_and_its_transient_unit():
+    from ansible_collections.cpuinfer.llm.plugins.filter.engine_settings import llama_bench_argv, measured_under
+    mainline = llama_bench_argv("/b/llama-bench", "/m.gguf", 4, "llama.cpp", 3, [128, 512])
+    assert mainline == ["/b/llama-bench", "-m", "/m.gguf", "-p", "512", "-n", "64", "-r", "3", "-o", "json",
+                        "-t", "1,2,3,4", "-ub", "128,512"]
+    assert llama_bench_argv("/b/llama-bench", "/m.gguf", 4, "ik_llama.cpp", 3, [128])[-2:] == ["-fa", "0"]
+    unit = ["systemd-run", "--wait"]
+    assert measured_under(["/bin/x", 5], unit, "2-3") == ["systemd-run", "--wait", "-p", "AllowedCPUs=2-3", "--", "/bin/x", "5"]
+    assert measured_under(["/bin/x"], unit, "") == ["systemd-run", "--wait", "--", "/bin/x"]

@@ -134,3 +134,25 @@ def test_tuned_rows_where_tuned_runs():
     rows = dict((r["setting"], r) for r in tuning_settings(*args, {"active_profile": "cpuinfer", "verify_rc": 0}))
     assert rows["tuned active profile"]["in_sync"] and rows["tuned-adm verify"]["in_sync"]
     assert "tuned-adm verify" not in [r["setting"] for r in tuning_settings(*args)]
+
+
+def test_verify_reads_by_name_and_a_skipped_reading_adds_no_row():
+    from ansible_collections.cpuinfer.llm.plugins.filter.tuning import tuning_settings_of
+    skipped = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
+    readings = {"thp": {"before": {}, "after": {}}, "perf": {"previous": 2, "level": 2},
+                "sysctl": {"before": {}, "after": {}}, "slices_now": {}, "plan": PLAN, "inference_slice": SLICE,
+                "irq": skipped, "isolation": {"mode": "nohz", "isolcpus_flags": [], "running": "1"},
+                "tuned": {"active_profile": None, "verify": skipped}}
+    rows = {r["setting"]: r for r in tuning_settings_of(readings)}
+    assert "IRQ affinity" not in rows and "tuned-adm verify" not in rows
+    # nohz's CPUs are the plan's inference CPUs, derived as the converge derives them
+    assert rows["/sys/devices/system/cpu/nohz_full"] == {"setting": "/sys/devices/system/cpu/nohz_full", "wanted": "1",
+                                                         "actual": "1", "in_sync": True}
+    ran = dict(readings, irq={"changed": True, "moved": [5], "before": {"default": "0-1"}},
+               isolation={"mode": "none", "running": None},
+               tuned={"active_profile": "cpuinfer", "verify": {"rc": 2, "changed": False}})
+    rows = {r["setting"]: r for r in tuning_settings_of(ran)}
+    assert not rows["IRQ affinity"]["in_sync"] and rows["tuned-adm verify"]["actual"].startswith("failed (exit 2")
+    assert "/sys/devices/system/cpu/nohz_full" not in rows
+    with pytest.raises(AnsibleFilterError, match="readings lack plan, inference_slice"):
+        tuning_settings_of({"thp": {}, "perf": {}, "sysctl": {}, "slices_now": {}})
