@@ -1,4 +1,4 @@
-"""`benchmarks/run engines`: mainline llama-server vs ik_llama.cpp on this machine, natively.
+"""Mainline llama-server vs ik_llama.cpp natively, default vs calibrated threads, against the copy bound.
 
 For each model: the role's builds of both engines for this machine's class; a calibration as the
 role's `calibrate` entry point makes it (each engine's llama-bench over thread counts and ubatch,
@@ -11,7 +11,9 @@ end. Beside them the STREAM-copy bound of the machine (the host agent's cpuinfer
 the weight bytes one token reads, check_gguf.py's bytes_per_token).
 """
 
+import hashlib
 import itertools
+import json
 import random
 import subprocess
 import sys
@@ -19,13 +21,16 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "agent"), str(REPO / ".build" / "collections")]
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "agent"),
+                str(Path(__file__).resolve().parents[1] / ".build" / "collections")]
 
 from cpuinfer_agent import copy_bandwidth, stream_probe  # noqa: E402
 from ansible_collections.cpuinfer.llm.plugins.filter import engine_settings  # noqa: E402
 
+import machine  # noqa: E402
 import stats  # noqa: E402
+from common import REPO, add_force, environment, log, role_default, run, write_report  # noqa: E402
+from engine_builds import controller_build_class, q8_model, role_build, role_install, this_machine_facts  # noqa: E402
 
 ENGINES = {"llama-server": "llama.cpp", "ik_llama.cpp": "ik_llama.cpp"}  # engine -> its build's source
 PROMPT_TOKENS = 512
@@ -33,7 +38,6 @@ GENERATED = 64
 # A port of its own for each server started: one that just stopped leaves its clients' connections in
 # TIME_WAIT, and ik_llama.cpp's server cannot bind beside them (it then crashes on its way out).
 PORTS = itertools.count(18095)
-CALIBRATION_UBATCH = (128, 256, 512)
 GOAL = {"prefill": 1.5, "decode": 1.1, "decode_of_bound": 0.8}
 
 
@@ -113,7 +117,7 @@ def serve_and_measure(engine, directory, model, config, rounds, log):
 
 def calibrate(engine, directory, model, cores, repetitions, run):
     out = run(engine_settings.llama_bench_argv(directory / "engine" / "llama-bench", model, cores, ENGINES[engine],
-                                               repetitions, CALIBRATION_UBATCH), stdout=subprocess.PIPE, text=True).stdout
+                                               repetitions, role_default("llama_server", "llama_server_calibration_ubatch")), stdout=subprocess.PIPE, text=True).stdout
     return {"item": [{}, ENGINES[engine]], "stdout": out}
 
 
@@ -205,3 +209,31 @@ def markdown(data):
                       "held" if goal["served_fastest_engine"] == goal["calibrated_engine"] else "did NOT hold",
                       goal["served_fastest_engine"]), ""]
     return "\n".join(lines)
+
+
+def add_arguments(parser):
+    parser.add_argument("--models", nargs="+", default=["llama-250m:Q8_0", "deepseek2-lite-bench:Q8_0", "deepseek2-lite-bench:Q4_K_M"])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repetitions", type=int, default=3, help="llama-bench repetitions in the calibration")
+    add_force(parser)
+
+
+def main(args):
+    problems = machine.check_machine([], args.force, log)
+    build_class, cmake_args = controller_build_class()
+    python, mainline, dummy_build = role_install(build_class, cmake_args)
+    ik = Path(role_build(build_class, cmake_args, "ik_llama.cpp")["archive"][:-len(".tar.gz")])
+    models = {}
+    for spec in args.models:
+        name, kind = spec.split(":")
+        path = q8_model(python, name, kind)
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        meta = json.loads(run([sys.executable, REPO / "roles" / "llama_server" / "files" / "check_gguf.py", path, digest],
+                              stdout=subprocess.PIPE, text=True).stdout)
+        models["%s %s" % (name, kind)] = (path, meta)
+    cores = len(this_machine_facts()["cpuinfer"]["core_cpus"])
+    bandwidth, results = measure(models, {"llama.cpp": mainline, "ik_llama.cpp": ik}, cores, args.rounds,
+                                               args.repetitions, run, log)
+    data = {"environment": environment(), "machine_check": problems, "cores": cores, "rounds": args.rounds,
+            "builds": {"llama.cpp": mainline.name, "ik_llama.cpp": ik.name}, "bandwidth": bandwidth, "models": results}
+    write_report("engines", data, markdown(data))

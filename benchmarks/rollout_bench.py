@@ -1,4 +1,4 @@
-"""The rollout benchmark's variants, what each request saw, and the report (benchmarks/run rollout).
+"""Streamed requests through a front door while a canary rollout restarts every instance.
 
 A steady open-loop load of streamed completions (benchmarks/rollout/load.py) runs through one address
 while playbooks/canary.yml rolls out a change that restarts every instance. The variants run on the same
@@ -11,6 +11,15 @@ VMs, one after the other:
                          TTFT ratio that running Ansible beside the emulated VMs causes by itself.
 Every variant's instances also have the stop that waits for requests in flight (ExecStop), as shipped.
 """
+
+import json
+import subprocess
+import sys
+import time
+
+import machine
+from common import (REPO, add_force, add_vm_options, ensure_model, environment, lab, lab_forwarded, log, playbook,
+                    write_report)
 
 VARIANTS = (
     {"name": "no front door", "address": "instance", "drain": False, "restarts": True},
@@ -108,3 +117,71 @@ def markdown(data):
     if data.get("machine_check"):
         lines += ["Machine check before measuring: %s" % "; ".join(data["machine_check"]), ""]
     return "\n".join(lines)
+
+
+def add_arguments(parser):
+    parser.add_argument("--repeats", type=int, default=1, help="rounds of the four variants")
+    parser.add_argument("--tokens", type=int, default=32)
+    parser.add_argument("--interval", type=float, default=1.0, help="seconds between request starts (open loop)")
+    parser.add_argument("--steady-seconds", type=int, default=30)
+    parser.add_argument("--after-seconds", type=int, default=15)
+    add_vm_options(parser, "VMs")
+    add_force(parser)
+
+
+def rollout_variant(variant, repeat, weight, inventory, args):
+    """One rollout of every instance under the load, through the variant's address; what each request saw."""
+    if variant["address"] == "frontdoor":
+        port = lab_forwarded("bench-roll-1", 9081)
+    else:
+        port = lab_forwarded("bench-roll-2", 8081)
+    url = "http://127.0.0.1:%d/v1" % port
+    scratch = REPO / ".build" / "bench-rollout"
+    scratch.mkdir(parents=True, exist_ok=True)
+    stop, phase = scratch / "stop", scratch / "phase"
+    stop.unlink(missing_ok=True)
+    phase.write_text("steady\n", encoding="utf-8")
+    log("rollout: %s (repeat %d) through %s" % (variant["name"], repeat + 1, url))
+    load = subprocess.Popen([sys.executable, REPO / "benchmarks" / "rollout" / "load.py", "--base-url", url,
+                             "--model", "tiny-llama", "--api-key", "bench-key-0123456789abcdef",
+                             "--tokens", str(args.tokens), "--interval", str(args.interval), "--stop-file", stop,
+                             "--phase-file", phase], stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(args.steady_seconds)
+        phase.write_text("rollout\n", encoding="utf-8")
+        seconds, dummy_output = playbook(inventory, "playbooks/canary.yml", "-e",
+                                         json.dumps(extra_vars(variant, weight)))
+        phase.write_text("after\n", encoding="utf-8")
+        time.sleep(args.after_seconds)
+    finally:
+        stop.write_text("", encoding="utf-8")
+        output, dummy_errors = load.communicate(timeout=900)
+    measured = json.loads(output)
+    log("rollout: %s: %s" % (variant["name"], measured["summary"]))
+    return {"variant": variant["name"], "repeat": repeat, "rollout_seconds": round(seconds), **measured}
+
+
+def main(args):
+    topology = REPO / "benchmarks" / "rollout" / "topology.json"
+    inventory = REPO / "benchmarks" / "rollout" / "inventory"
+    vm_names = [vm["name"] for vm in json.loads(topology.read_text(encoding="utf-8"))["vms"]]
+    problems = machine.check_machine(vm_names, args.force, log)
+    ensure_model("llama-tiny")
+    if not args.reuse:
+        lab("up", "--topology", topology)
+    runs = []
+    try:
+        lab("inventory", "--topology", topology, "--output", inventory / "hosts.yml")
+        playbook(inventory, "playbooks/site.yml")
+        schedule = weights(list(VARIANTS) * args.repeats)
+        for repeat in range(args.repeats):
+            for variant in VARIANTS:
+                # a rollout that restarts flips every unit's CPUWeight, so every instance restarts
+                runs.append(rollout_variant(variant, repeat, schedule[len(runs)], inventory, args))
+    finally:
+        if not args.keep:
+            lab("down", *vm_names)
+    data = {"environment": environment(), "tokens": args.tokens, "interval": args.interval,
+            "steady_seconds": args.steady_seconds, "after_seconds": args.after_seconds, "machine_check": problems,
+            "runs": runs}
+    write_report("rollout", data, markdown(data))

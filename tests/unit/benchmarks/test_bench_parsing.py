@@ -6,9 +6,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
 import bench  # noqa: E402
+import common  # noqa: E402
+import converge_bench  # noqa: E402
 
 OUTPUT = """
-TASK [cpuinfer.llm.llama_server : Build the engine once per CPU class, on the controller (llama-server, libraries, wheel; one archive)] ***
+TASK [cpuinfer.llm.llama_server : Build each engine source once per CPU class and release] ***
 changed: [bench-conv-1 -> localhost] => (item=x86-avx2)
 
 TASK [cpuinfer.llm.llama_server : Pick this host's build] ***
@@ -21,48 +23,54 @@ bench-conv-2               : ok=70   changed=0    unreachable=0    failed=1    s
 
 
 def test_recap_per_host():
-    hosts = bench.recap(OUTPUT)
+    hosts = converge_bench.recap(OUTPUT)
     assert hosts["bench-conv-1"] == {"ok": 80, "changed": 41, "unreachable": 0, "failed": 0}
     assert hosts["bench-conv-2"]["failed"] == 1
 
 
 def test_wheel_builds_counts_only_the_build_task():
-    assert bench.wheel_builds(OUTPUT) == 1
-    assert bench.wheel_builds(OUTPUT.replace("changed: [bench-conv-1 -> localhost]", "ok: [bench-conv-1 -> localhost]")) == 0
-    assert bench.wheel_builds("PLAY RECAP") == 0
+    assert converge_bench.wheel_builds(OUTPUT) == 1
+    assert converge_bench.wheel_builds(OUTPUT.replace("changed: [bench-conv-1 -> localhost]", "ok: [bench-conv-1 -> localhost]")) == 0
+    assert converge_bench.wheel_builds("PLAY RECAP") == 0
+
+
+def test_the_build_task_counted_is_the_roles():
+    tasks = (common.REPO / "roles" / "llama_server" / "tasks" / "engines.yml").read_text(encoding="utf-8")
+    name = converge_bench.WHEEL_TASK[len("TASK [cpuinfer.llm.llama_server : "):-1]
+    assert "- name: %s\n" % name in tasks
 
 
 def test_a_skipped_place_is_carried_with_who_measured_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(bench, "OUT", tmp_path)
+    monkeypatch.setattr(common, "OUT", tmp_path)
     previous = {"environment": {"command": "benchmarks/run concurrency --skip-vm", "date": "d", "commit": "abc"},
                 "places": {"controller (native)": {"trials": [1]}, "lab VM (TCG, 2 vCPUs)": {"trials": [2]}}}
-    (tmp_path / "concurrency.json").write_text(bench.json.dumps(previous), encoding="utf-8")
-    carried = bench.carried_places("concurrency", {"lab VM (TCG, 2 vCPUs)": {"trials": [3]}})
+    (tmp_path / "concurrency.json").write_text(common.json.dumps(previous), encoding="utf-8")
+    carried = common.carried_places("concurrency", {"lab VM (TCG, 2 vCPUs)": {"trials": [3]}})
     assert list(carried) == ["controller (native)"]
     assert carried["controller (native)"]["trials"] == [1]
     assert carried["controller (native)"]["measured_by"]["commit"] == "abc"
-    again = bench.carried_places("concurrency", {})  # a carried place keeps its first origin
-    (tmp_path / "concurrency.json").write_text(bench.json.dumps(dict(previous, places=carried,
+    again = common.carried_places("concurrency", {})  # a carried place keeps its first origin
+    (tmp_path / "concurrency.json").write_text(common.json.dumps(dict(previous, places=carried,
                                                environment={"command": "x", "date": "e", "commit": "def"})),
                                                encoding="utf-8")
-    assert bench.carried_places("concurrency", {})["controller (native)"]["measured_by"]["commit"] == "abc"
+    assert common.carried_places("concurrency", {})["controller (native)"]["measured_by"]["commit"] == "abc"
     assert set(again) == set(previous["places"])
-    assert bench.carried_places("missing", {}) == {}
+    assert common.carried_places("missing", {}) == {}
 
 
 def test_converge_runs_of_skipped_host_counts_are_carried_and_printed_as_such(tmp_path, monkeypatch):
-    monkeypatch.setattr(bench, "OUT", tmp_path)
+    monkeypatch.setattr(common, "OUT", tmp_path)
     run = {"run": "first converge", "seconds": 779, "changed": 75, "wheel_builds": 0, "boot_seconds": 60}
     previous = {"environment": {"command": "benchmarks/run converge", "date": "d", "commit": "abc"},
                 "runs": [dict(run, hosts=1, seconds=403), dict(run, hosts=3)]}
-    (tmp_path / "converge.json").write_text(bench.json.dumps(previous), encoding="utf-8")
-    carried = bench.carried_runs([1])
+    (tmp_path / "converge.json").write_text(common.json.dumps(previous), encoding="utf-8")
+    carried = converge_bench.carried_runs([1])
     assert [(r["hosts"], r["seconds"], r["measured_by"]["commit"]) for r in carried] == [(3, 779, "abc")]
     again = dict(run, hosts=1, run="re-converge", seconds=90, changed=0, controller_cpu_seconds=41.26)
     data = {"environment": {"command": "benchmarks/run converge --hosts 1", "date": "e", "commit": "def"},
             "note": "n", "wheel_cache": "the default", "playbook_env": {"ANSIBLE_PIPELINING": "true"},
             "runs": [dict(run, hosts=1, seconds=300), again] + carried}
-    table = bench.converge_markdown(data)
+    table = converge_bench.markdown(data)
     assert "ansible-playbook with ANSIBLE_PIPELINING=true" in table
     assert "| 1 | 1 | first converge | 300 | 1.00 | - | 75 | 0 | this run |" in table
     assert "| 1 | 1 | re-converge | 90 | 0.30 | 41.3 | 0 | 0 | this run |" in table
@@ -70,14 +78,14 @@ def test_converge_runs_of_skipped_host_counts_are_carried_and_printed_as_such(tm
 
 
 def test_a_playbook_reports_the_controller_cpu_it_cost(tmp_path, monkeypatch):
-    monkeypatch.setattr(bench, "REPO", bench.Path("/"))
+    monkeypatch.setattr(common, "REPO", common.Path("/"))
     usage = {}
     busy = "s = 0\nfor i in range(3 * 10 ** 6): s += i"
     fake = tmp_path / "fake-ansible-playbook"
-    fake.write_text("#!%s\nimport os\nassert os.environ['ANSIBLE_PIPELINING'] == 'true'\n%s\n" % (bench.sys.executable, busy))
+    fake.write_text("#!%s\nimport os\nassert os.environ['ANSIBLE_PIPELINING'] == 'true'\n%s\n" % (common.sys.executable, busy))
     fake.chmod(0o755)
-    monkeypatch.setattr(bench.subprocess, "run", _renamed_run(bench.subprocess.run, "ansible-playbook", str(fake)))
-    seconds, output = bench.playbook("inventory", "book.yml", usage=usage)
+    monkeypatch.setattr(common.subprocess, "run", _renamed_run(common.subprocess.run, "ansible-playbook", str(fake)))
+    seconds, output = common.playbook("inventory", "book.yml", usage=usage)
     assert usage["controller_cpu_seconds"] > 0.05 and seconds > 0, output
 
 
@@ -94,16 +102,22 @@ def test_reconverge_ratios_pair_each_repeat_with_its_own_first_converge():
             {"hosts": 1, "repeat": 1, "run": "re-converge", "seconds": 100},
             {"hosts": 1, "repeat": 2, "run": "first converge", "seconds": 300},
             {"hosts": 1, "repeat": 2, "run": "re-converge", "seconds": 90}]
-    spread = bench.reconverge_ratios(runs)["1"]
+    spread = converge_bench.reconverge_ratios(runs)["1"]
     assert spread["per_repeat"] == [0.25, 0.5, 0.3]
     assert (spread["median"], spread["min"], spread["max"]) == (0.3, 0.25, 0.5)
 
 
 def test_every_benchmark_is_a_command(monkeypatch, capsys):
-    for name in ("isolation", "build", "slo", "converge", "concurrency", "cores", "rollout"):
+    for name in bench.BENCHMARKS:
         monkeypatch.setattr(sys, "argv", ["bench.py", name, "--help"])
         try:
             bench.main()
         except SystemExit as exit_:
             assert exit_.code == 0
         assert "usage: bench.py %s" % name in capsys.readouterr().out
+
+
+def test_the_benchmarks_readme_lists_every_benchmark_and_no_other():
+    readme = (common.REPO / "docs" / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    listed = {line.split()[1] for line in readme.splitlines() if line.startswith("benchmarks/run ") and "--" not in line.split()[1]}
+    assert listed == set(bench.BENCHMARKS)

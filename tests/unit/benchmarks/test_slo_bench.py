@@ -8,7 +8,7 @@ sys.path.insert(0, str(ROOT / "agent" / "cpuinfer_agent"))  # the VM gets stream
 sys.path.insert(0, str(ROOT / "benchmarks" / "slo"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import bench  # noqa: E402
+import slo_bench  # noqa: E402
 import slo_runner  # noqa: E402
 
 STRESS_NG_YAML = """---
@@ -53,7 +53,7 @@ def test_summary_and_goal():
         run_("controller", 1, [40, 40, 45, 49], 990, 24.0)],
         "config": {"base_cpus": "0", "lendable_cores": ["1-2", "3"], "min_percent": 20, "step_percent": 20,
                    "psi_some_max": 40, "min_interval_seconds": 5}}
-    summary = bench.slo_summary(raw)
+    summary = slo_bench.summary(raw)
     assert summary["shared"]["windows_within"]["per_repeat"] == [0.5, 0.75]
     assert summary["controller"]["windows_within"]["median"] == 1.0
     assert summary["controller"]["be_over_static"]["cpu"]["per_repeat"] == [2.5, 2.0]
@@ -65,7 +65,7 @@ def test_summary_and_goal():
             "slo_p99_ms": 50.0, "calibration_p99_ms": 40.0, "phase_seconds": 30, "repeats": 2,
             "phases": [{"name": "calm", "clients": 1, "pause_s": 2.0}, {"name": "busy", "clients": 2, "pause_s": 0.0}],
             "summary": summary, "conditions": None}
-    text = bench.slo_markdown(data)
+    text = slo_bench.markdown(data)
     assert "| controller | 1.00 [1.00 1.00] |" in text
     assert "windows met, work not met" in text  # stream work equals the static split's: 1x
     assert "at most 4 CPU(s) against the static split's 1 (ceiling 4.0x)" in text

@@ -1,4 +1,4 @@
-"""Whether this machine's CPUs are independent of each other, below any VM.
+"""Whether this machine's CPUs slow each other down, below any VM.
 
 Issue 19: with the lab VM pinned (the inference vCPU alone on host CPU 1, the neighbour's vCPU and
 every other qemu thread on host CPU 0), the tuned service still lost about a fifth of its rate when
@@ -16,7 +16,9 @@ import sys
 import time
 from pathlib import Path
 
+import machine
 import stats
+from common import add_force, environment, log, write_report
 
 # One loop per process, pinned before it starts; prints its work per second. Integer work is what a
 # TCG vCPU mostly does (translated guest code); the memory loop copies 32 MiB buffers, past the L2.
@@ -126,3 +128,17 @@ def markdown(data):
     lines += ["", "Machine before the run: %s." % ("; ".join(data["machine_check"]) or "quiet (no qemu, low load)"),
               ""]
     return "\n".join(lines)
+
+
+def add_arguments(parser):
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=int, default=5, help="per measurement")
+    add_force(parser)
+
+
+def main(args):
+    problems = machine.check_machine([], args.force, log)
+    samples = measure(args.rounds, args.seconds, log=log)
+    data = {"environment": environment(), "rounds": args.rounds, "seconds": args.seconds, "measured_cpu": 1,
+            "other_cpu": 0, "machine_check": problems, "summary": summarize(samples), "samples": samples}
+    write_report("host-cores", data, markdown(data))

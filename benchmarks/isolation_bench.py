@@ -1,12 +1,15 @@
-"""The isolation benchmark's report: ratios per repeat and their spread, the goal, the service's own
-decode rate, the markdown table. Pure functions of the samples guest_runner.py returns, so a
-committed report can be recomputed from its samples (`benchmarks/run isolation --from-samples`)."""
+"""tokens/s and inter-token latency of a streamed service under a noisy neighbour, untuned vs tuned.
+
+Interleaved rounds on a 2-vCPU lab VM (benchmarks/isolation/). The report: ratios per repeat and their
+spread, the goal, the service's own decode rate, the markdown table - pure functions of the samples
+guest_runner.py returns, so a committed report can be recomputed from its samples (--from-samples)."""
 
 import json
 import statistics
 
 import machine
 import stats
+from common import EMULATION_NOTE, OUT, add_vm_options, environment, in_lab_vm, write_report
 
 ISOLATION_RATIOS = [("b_untuned_neighbour", "a_untuned"), ("c_tuned_neighbour", "a_tuned"),
                     ("d_untuned_membw_neighbour", "a_untuned"), ("e_tuned_membw_neighbour", "a_tuned"),
@@ -116,3 +119,32 @@ def server_side_markdown(server_side):
         lines.append("| %s | %.2f [%.2f - %.2f] | %s |" % (
             name, rate["median"], rate["min"], rate["max"], " ".join("%.2f" % v for v in rate["per_repeat"])))
     return lines
+
+
+def add_arguments(parser):
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--completions", type=int, default=2)
+    parser.add_argument("--tokens", type=int, default=32)
+    add_vm_options(parser)
+    parser.add_argument("--report", default="isolation",
+                        help="write docs/benchmarks/REPORT.{json,md} (a second run beside the first, to compare them)")
+    parser.add_argument("--from-samples", action="store_true",
+                        help="measure nothing: recompute REPORT from the samples it holds (after a change of the summaries)")
+    machine.add_options(parser, repeats=3)
+
+
+def main(args):
+    if args.from_samples:
+        data = rendered_again(OUT / ("%s.json" % args.report), environment()["commit"])
+        write_report(args.report, data, markdown(data))
+        return
+    sizes = {"bench_rounds": args.rounds, "bench_completions": args.completions, "bench_tokens": args.tokens}
+    prepare_s, measure_s, raws, conditions = in_lab_vm("isolation", sizes, args, repeats=args.repeats)
+    samples = [dict(sample, repeat=index) for index, raw in enumerate(raws) for sample in raw["samples"]]
+    data = {"environment": environment(), "note": EMULATION_NOTE, "prepare_seconds": round(prepare_s),
+            "measure_seconds": measure_s, "repeats": args.repeats, "rounds": args.rounds,
+            "completions_per_variant": args.completions, "tokens_per_completion": args.tokens,
+            "units": raws[-1]["units"], "summary": stats.summarize(samples),
+            **isolation_results(raws),
+            "conditions": conditions, "samples": samples}
+    write_report(args.report, data, markdown(data))

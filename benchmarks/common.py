@@ -1,0 +1,161 @@
+"""What every benchmark shares: where reports go, how they are headed and written, the commands that run
+the lab and playbooks, the role's own pins, and the arguments every benchmark takes alike."""
+
+import datetime
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+import machine
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "docs" / "benchmarks"
+MODELS = REPO / ".build" / "models"
+EMULATION_NOTE = ("The lab VMs run under QEMU software emulation (TCG) on a 2-core machine: absolute numbers "
+                  "mean little, the ratios between variants measured side by side are the result.")
+
+
+def log(message):
+    sys.stderr.write("bench: %s\n" % message)
+    sys.stderr.flush()
+
+
+def run(argv, **kwargs):
+    log("$ " + " ".join(str(a) for a in argv))
+    return subprocess.run([str(a) for a in argv], check=True, cwd=REPO, **kwargs)
+
+
+def lab(*args):
+    return run([REPO / "scripts" / "lab", *args])
+
+
+# What docs/rollout.md recommends for every fleet: modules piped into the remote Python (one round
+# trip per module run instead of a copy, a run and a removal).
+PLAYBOOK_ENV = {"ANSIBLE_PIPELINING": "true", "ANSIBLE_TIMEOUT": "60"}
+
+
+def playbook(inventory, book, *extra, usage=None):
+    """Runs a playbook; returns (wall seconds, output). usage, a dict, receives the controller CPU seconds
+    (user + system of ansible-playbook and everything it ran on the controller)."""
+    started = time.monotonic()
+    cpu_before = controller_cpu_seconds()
+    argv = ["ansible-playbook", "-i", str(inventory), book, *extra]
+    log("$ " + " ".join(argv))
+    result = subprocess.run(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
+                            env=dict(os.environ, **PLAYBOOK_ENV))
+    sys.stderr.write(result.stdout[-6000:])
+    if result.returncode:
+        raise SystemExit("bench: %s failed (exit %d)" % (book, result.returncode))
+    if usage is not None:
+        usage["controller_cpu_seconds"] = round(controller_cpu_seconds() - cpu_before, 1)
+    return time.monotonic() - started, result.stdout
+
+
+def controller_cpu_seconds():
+    """CPU seconds of this process's finished children (ansible-playbook and its forks, once waited for)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return children.ru_utime + children.ru_stime
+
+
+def ensure_model(name):
+    path = MODELS / ("%s.gguf" % name)
+    if not path.exists():
+        MODELS.mkdir(parents=True, exist_ok=True)
+        run([sys.executable, REPO / "files" / "make_gguf_model.py", name, path])
+    return path
+
+
+def environment():
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                            check=False).stdout.strip()
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.machine())
+    return {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "commit": commit, "controller_cpu": cpu, "controller_cpus": os.cpu_count(),
+            "command": "benchmarks/run " + " ".join(sys.argv[1:])}
+
+
+def write_report(name, data, markdown):
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / ("%s.json" % name)).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    (OUT / ("%s.md" % name)).write_text(markdown, encoding="utf-8")
+    log("wrote %s" % (OUT / ("%s.md" % name)))
+
+
+def committed_report(name):
+    """(the committed NAME.json, {command, date, commit} of the run that wrote it); (None, None) without one."""
+    report = OUT / ("%s.json" % name)
+    if not report.exists():
+        return None, None
+    previous = json.loads(report.read_text(encoding="utf-8"))
+    return previous, {key: previous["environment"][key] for key in ("command", "date", "commit")}
+
+
+def carried_places(name, measured):
+    """The places of the committed report that this run skipped (--skip-native / --skip-vm), each
+    marked with the command, date and commit that measured it, so one half can be rerun alone."""
+    previous, origin = committed_report(name)
+    if previous is None:
+        return {}
+    return {place: dict(result, measured_by=result.get("measured_by") or origin)
+            for place, result in previous.get("places", {}).items() if place not in measured}
+
+
+def in_lab_vm(name, sizes, args, repeats=1):
+    """Boot benchmarks/NAME/topology.json's VM (after checking the machine is quiet; pinned unless
+    --no-pin), run its prepare.yml, then measure.yml `repeats` times (sizes as extra vars; a list of them:
+    one run each, in order), stop the VM
+    unless --keep; returns (prepare seconds, [measure seconds], [raw output], conditions: machine check,
+    per repeat the qemu threads' CPU seconds during the measurement and their pinning)."""
+    topology = REPO / "benchmarks" / name / "topology.json"
+    inventory = REPO / "benchmarks" / name / "inventory"
+    vm_names = [vm["name"] for vm in json.loads(topology.read_text(encoding="utf-8"))["vms"]]
+    ensure_model("llama-bench")
+    problems = machine.check_machine(vm_names, args.force, log)
+    if not args.reuse:
+        lab("up", "--topology", topology, *(["--pin"] if args.pin else []))
+    measure_s, raws, thread_cpu = [], [], []
+    try:
+        lab("inventory", "--topology", topology, "--output", inventory / "hosts.yml")
+        prepare_s, dummy_output = playbook(inventory, "benchmarks/%s/prepare.yml" % name)
+        per_repeat = sizes if isinstance(sizes, list) else [sizes] * repeats
+        for repeat, repeat_sizes in enumerate(per_repeat):
+            log("%s: measurement %d of %d" % (name, repeat + 1, len(per_repeat)))
+            before = machine.qemu_threads(vm_names)
+            seconds, dummy_output = playbook(inventory, "benchmarks/%s/measure.yml" % name, "-e", json.dumps(repeat_sizes))
+            thread_cpu.append(machine.thread_cpu_during(before, machine.qemu_threads(vm_names)))
+            measure_s.append(round(seconds))
+            raws.append(json.loads((REPO / ".build" / ("bench-%s-raw.json" % name)).read_text(encoding="utf-8")))
+    finally:
+        if not args.keep:
+            lab("down", *vm_names)
+    conditions = {"machine_check": problems, "pinned": args.pin, "qemu_threads_per_repeat": thread_cpu}
+    return prepare_s, measure_s, raws, conditions
+
+
+def lab_forwarded(vm_name, guest_port):
+    """The controller's port that the lab forwards to guest_port of vm_name."""
+    state = Path(os.environ.get("CPUINFER_LAB_STATE", "/var/lib/cpuinfer-lab"))
+    return json.loads((state / "vms" / vm_name / "vm.json").read_text(encoding="utf-8"))["forwarded"][str(guest_port)]
+
+
+def role_default(role, name):
+    """A role's default (roles/ROLE/defaults/main.yml): the benchmarks build and run what the role pins."""
+    return yaml.safe_load((REPO / "roles" / role / "defaults" / "main.yml").read_text(encoding="utf-8"))[name]
+
+
+def add_vm_options(parser, vms="VM"):
+    """--keep and --reuse, alike for every benchmark that boots lab VMs."""
+    parser.add_argument("--keep", action="store_true", help="leave the %s running" % vms)
+    parser.add_argument("--reuse", action="store_true", help="use the %s a --keep run left running" % vms)
+
+
+def add_force(parser):
+    parser.add_argument("--force", action="store_true", help="measure even when the machine is busy (recorded)")
