@@ -1,8 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: cpuinfer.llm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the slo_controller role: its configuration from the host's instances and CPU plan, and
-the message that retires slo_governor's variables."""
+"""Filters of the slo_controller role: its configuration from the host's instances and CPU plan."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -12,36 +11,6 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.six.moves.collections_abc import Mapping
 from ansible_collections.cpuinfer.llm.plugins.filter.cpus import cpu_plan
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import CpuListError, format_cpulist, parse_cpulist
-
-# slo_governor's variables and what replaced each (None: nothing; the LC unit no longer gets a quota)
-GOVERNOR_VARIABLES = {
-    "slo_governor_enabled": "slo_controller_enabled",
-    "slo_governor_state": "slo_controller_state",
-    "slo_governor_instance": "slo_controller_instances (a list of names; empty: every instance of the host)",
-    "slo_governor_slo_p99_ms": "slo_controller_slo_p99_ms",
-    "slo_governor_quota_min_percent": "slo_controller_safe_minimum_percent (best-effort work's floor, not the service's)",
-    "slo_governor_quota_max_percent": None,
-    "slo_governor_probe_interval_seconds": "slo_controller_probe_interval_seconds",
-    "slo_governor_probe_tokens": "slo_controller_probe_tokens",
-    "slo_governor_window_gaps": "slo_controller_window_seconds",
-    "slo_governor_min_change_interval_seconds": "slo_controller_min_interval_seconds",
-    "slo_governor_dry_run": "slo_controller_dry_run",
-    "slo_governor_textfile_dir": "slo_controller_textfile_dir",
-}
-
-
-def slo_governor_migration(names):
-    """'' when none of names is slo_governor's; else the refusal naming what replaced each."""
-    found = sorted(name for name in names if str(name).startswith("slo_governor_"))
-    if not found:
-        return ""
-    lines = []
-    for name in found:
-        new = GOVERNOR_VARIABLES.get(name, "no replacement")
-        lines.append("%s -> %s" % (name, new or "nothing: the service's own quota is no longer moved"))
-    return ("slo_governor was replaced by slo_controller (0.9.0): a CPU quota on llama.cpp stalls all of its threads "
-            "every period, so the controller squeezes best-effort work instead and leaves the service unthrottled. "
-            "Rename or remove these variables: " + "; ".join(lines))
 
 
 def _positive(options, key, problems, minimum=1):
@@ -113,4 +82,4 @@ def slo_controller_config(instances, facts, housekeeping_cores, options):
 
 class FilterModule:
     def filters(self):
-        return {"slo_controller_config": slo_controller_config, "slo_governor_migration": slo_governor_migration}
+        return {"slo_controller_config": slo_controller_config}

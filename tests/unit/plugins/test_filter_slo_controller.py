@@ -1,9 +1,9 @@
-"""slo_controller's configuration filter and the refusal that retires slo_governor's variables."""
+"""slo_controller's configuration filter."""
 
 import pytest
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.cpuinfer.llm.plugins.filter.slo_controller import slo_controller_config, slo_governor_migration
+from ansible_collections.cpuinfer.llm.plugins.filter.slo_controller import slo_controller_config
 
 FACTS = {"core_cpus": ["0,4", "1,5", "2,6", "3,7"], "numa_nodes": [{"id": 0, "cpus": "0-7"}], "l3_domains": ["0-7"]}
 INSTANCES = [{"name": "chat", "port": 8081}, {"name": "batch", "port": 8082, "best_effort": True},
@@ -55,12 +55,3 @@ def test_every_problem_is_refused_at_once():
 def test_no_instance_to_protect_is_refused():
     with pytest.raises(AnsibleFilterError, match="no latency-critical llama_server instance"):
         slo_controller_config([{"name": "batch", "port": 1, "best_effort": True}], FACTS, 1, options())
-
-
-def test_governor_variables_are_refused_with_their_replacements():
-    assert slo_governor_migration(["llama_server_instances"]) == ""
-    message = slo_governor_migration(["slo_governor_instance", "slo_governor_quota_max_percent", "slo_governor_new"])
-    assert message.startswith("slo_governor was replaced by slo_controller")
-    assert "slo_governor_instance -> slo_controller_instances" in message
-    assert "slo_governor_quota_max_percent -> nothing: the service's own quota is no longer moved" in message
-    assert "slo_governor_new -> no replacement" in message
