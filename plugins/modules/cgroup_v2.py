@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: cgroup_v2
 short_description: Manage cgroup v2 groups below a systemd-delegated unit - CPU, memory, IO, cpuset, pids
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Creates and removes cgroup v2 groups, enables controllers in the ancestors'
     C(cgroup.subtree_control), sets their limits and moves processes into them.

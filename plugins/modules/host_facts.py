@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: host_facts
 short_description: Facts about a CPU inference host - platform class, ISA, topology, cgroup and RDT support
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Tells Intel Xeon, Huawei Kunpeng 920 and Phytium (FT-2000+, S2500) hosts apart from other
     x86_64 and aarch64 machines, and reports what the tuning and the llama.cpp build need.

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: irq_affinity
 short_description: Keep interrupts on the housekeeping CPUs
-version_added: 0.2.0
+version_added: 1.0.0
 description:
   - Sets C(/proc/irq/N/smp_affinity_list) of every IRQ to O(cpus), and with O(default=true) also
     C(/proc/irq/default_smp_affinity), which IRQs allocated later start with. Interrupt handling then

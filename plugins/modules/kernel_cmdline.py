@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: kernel_cmdline
 short_description: Kernel command line arguments through the boot loader of the host's OS family
-version_added: 0.10.0
+version_added: 1.0.0
 description:
   - Sets (or removes) kernel command line arguments for the next boot, through the boot loader tool of
     the host's OS family, and reports whether the running kernel still differs (a reboot is needed).

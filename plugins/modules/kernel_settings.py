@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: kernel_settings
 short_description: Transparent huge pages, perf_event_paranoid, sysctls and files in one module run, all or none
-version_added: 0.7.4
+version_added: 1.0.0
 description:
   - Does what M(cpuinfer.llm.thp), M(cpuinfer.llm.perf_paranoid) and M(cpuinfer.llm.sysctl) do, with
     their rules, in one module run. A converge that changes nothing pays one round trip for the three

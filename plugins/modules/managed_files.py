@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: managed_files
 short_description: Write a set of files and directories in one call, all or none
-version_added: 0.4.0
+version_added: 1.0.0
 description:
   - Makes every listed directory and file exactly as given (content, mode, owner, group) in one
     module run, where a loop of C(ansible.builtin.template) or C(copy) tasks makes two module runs

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: perf_paranoid
 short_description: Set kernel.perf_event_paranoid safely, persisted and reversible
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Sets C(kernel.perf_event_paranoid) in the running kernel and in
     C(/etc/sysctl.d/90-cpuinfer-perf-paranoid.conf), which records the level found before the

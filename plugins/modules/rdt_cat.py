@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: rdt_cat
 short_description: Cache and memory-bandwidth allocation (Intel RDT CAT/CDP/MBA, AMD PQoS) through resctrl
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Creates resctrl resource groups, writes their schemata (L3/L2 cache masks, CDP code/data masks,
     memory bandwidth), assigns CPUs and tasks, and reads monitoring data.

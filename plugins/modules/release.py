@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: release
 short_description: Record a service's files as a release, or go back to the release before
-version_added: 0.5.0
+version_added: 1.0.0
 description:
   - A release is the set of files matching O(patterns) (a service's units, environment files, keys)
     as they are on the host. The module keeps a record of two releases per O(name), root-only under

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: sched_policy
 short_description: Set the scheduling policy of processes or threads, SCHED_DEADLINE included
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Sets OTHER, BATCH, IDLE, FIFO, RR or DEADLINE per thread with C(sched_setattr(2)); systemd's
     C(CPUSchedulingPolicy=) has no DEADLINE and applies only at start.

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: sysctl
 short_description: Set kernel sysctls now and keep them in one sysctl.d drop-in
-version_added: 0.4.0
+version_added: 1.0.0
 description:
   - Writes each value under C(/proc/sys) and persists the set in one C(sysctl.d) drop-in, which
     systemd-sysctl applies at boot; one module run for the whole set, so a role's sysctls cost one

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: thp
 short_description: Set transparent huge pages (enabled, defrag, khugepaged) and keep them across reboots
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Sets the kernel's transparent huge page policy under C(/sys/kernel/mm/transparent_hugepage).
   - For inference hosts V(madvise) with O(defrag=never) gives huge pages to the model's mapped

@@ -7,12 +7,14 @@ import sys
 import tarfile
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[2]
 GALAXY = str(Path(sys.executable).with_name("ansible-galaxy"))
 # What a user of the collection gets, and nothing else: the code that runs (modules, helpers, filters,
 # roles, playbooks, the host agent's sources its lookup builds into a wheel), the example inventory, the files the roles and AWX need, the docs, and the unit
 # tests that run without the lab. The lab, molecule, scripts and benchmarks stay out whole.
-ALLOWED = ("MANIFEST.json", "FILES.json", "README.md", "meta/", "plugins/", "roles/", "playbooks/", "agent/",
+ALLOWED = ("MANIFEST.json", "FILES.json", "README.md", "CHANGELOG.rst", "meta/", "plugins/", "roles/", "playbooks/", "agent/",
            "inventories/example/", "files/", "docs/", "changelogs/", "tests/unit/")
 ALLOWED_DIRECTORIES = ("meta", "plugins", "roles", "playbooks", "agent", "inventories", "inventories/example", "files",
                        "docs", "changelogs", "tests", "tests/unit")
@@ -22,7 +24,8 @@ def test_build_and_install(tmp_path):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp_path / "installed"))
     subprocess.run([GALAXY, "collection", "build", "--output-path", str(tmp_path), str(REPO)],
                    check=True, capture_output=True, env=env)
-    tarball = tmp_path / "cpuinfer-llm-0.1.0.tar.gz"
+    version = yaml.safe_load((REPO / "galaxy.yml").read_text(encoding="utf-8"))["version"]
+    tarball = tmp_path / ("cpuinfer-llm-%s.tar.gz" % version)
     with tarfile.open(tarball) as archive:
         names = archive.getnames()
     assert "plugins/modules/cgroup_v2.py" in names and "roles/llama_server/tasks/main.yml" in names
