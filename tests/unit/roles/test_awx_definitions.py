@@ -1,6 +1,7 @@
 """AWX objects as code: every template points at a playbook of the project and asks for the
 variables that playbook reads; the workflow runs canary, waits for approval, then the fleet."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +91,17 @@ def test_execution_environment_pins_the_controller_versions():
     assert ee["dependencies"]["ansible_runner"]["package_pip"] in pins
 
 
+def _galaxy_version():
+    return yaml.safe_load((REPO / "galaxy.yml").read_text())["version"]
+
+
+def test_the_awx_objects_name_the_collections_own_version():
+    """The tarball and the EE image are named by galaxy.yml's version (scripts/release rewrites them)."""
+    text = "".join((REPO / "files" / "awx" / name).read_text() for name in ("execution-environment.yml", "controller.yml"))
+    versions = set(re.findall(r"cpuinfer-llm-(?:ee:)?(\d+\.\d+\.\d+)", text))
+    assert versions == {_galaxy_version()}
+
+
 def test_the_execution_environment_context_carries_the_collection(tmp_path):
     """ansible-builder create, as files/awx/execution-environment.yml says to run it, in a copy of the layout."""
     bin_dir = Path(sys.executable).parent
@@ -101,9 +113,10 @@ def test_the_execution_environment_context_carries_the_collection(tmp_path):
     context = tmp_path / "context"
     subprocess.run([str(bin_dir / "ansible-builder"), "create", "-f", str(definition), "-c", str(context)],
                    check=True, capture_output=True)
-    assert (context / "_build" / "collections" / "cpuinfer-llm-0.1.0.tar.gz").stat().st_size > 100_000
+    tarball = "cpuinfer-llm-%s.tar.gz" % _galaxy_version()
+    assert (context / "_build" / "collections" / tarball).stat().st_size > 100_000
     requirements = yaml.safe_load((context / "_build" / "requirements.yml").read_text())
-    assert requirements["collections"] == [{"name": "/build/collections/cpuinfer-llm-0.1.0.tar.gz", "type": "file"}]
+    assert requirements["collections"] == [{"name": "/build/collections/" + tarball, "type": "file"}]
     steps = (context / "Dockerfile").read_text()
     assert steps.index("COPY _build /build") < steps.index("ansible-galaxy collection install")
     assert "pyelftools==0.33" in (context / "_build" / "requirements.txt").read_text()
