@@ -48,7 +48,8 @@ def test_a_change_without_a_fragment_is_refused_by_name():
     assert release_manifest.unrecorded_change(manifest, dict(manifest["files"]), []) is None
 
 
-def test_the_fragments_are_valid():
-    lint = subprocess.run([str(Path(sys.executable).with_name("antsibull-changelog")), "lint"], cwd=REPO,
-                          capture_output=True, text=True, check=False)
-    assert lint.returncode == 0, lint.stdout + lint.stderr
+def test_the_fragments_and_the_changelog_are_valid():
+    tool = str(Path(sys.executable).with_name("antsibull-changelog"))
+    for argv in ([tool, "lint"], [tool, "lint-changelog-yaml", "changelogs/changelog.yaml"]):
+        lint = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, check=False)
+        assert lint.returncode == 0 and not lint.stdout.strip(), lint.stdout + lint.stderr
