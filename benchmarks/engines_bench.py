@@ -116,8 +116,9 @@ def serve_and_measure(engine, directory, model, config, rounds, log):
 
 
 def calibrate(engine, directory, model, cores, repetitions, run):
-    out = run(engine_settings.llama_bench_argv(directory / "engine" / "llama-bench", model, cores, ENGINES[engine],
-                                               repetitions, role_default("llama_server", "llama_server_calibration_ubatch")), stdout=subprocess.PIPE, text=True).stdout
+    argv = engine_settings.llama_bench_argv(directory / "engine" / "llama-bench", model, cores, ENGINES[engine], repetitions,
+                                            role_default("llama_server", "llama_server_calibration_ubatch"))
+    out = run(argv, stdout=subprocess.PIPE, text=True).stdout
     return {"item": [{}, ENGINES[engine]], "stdout": out}
 
 
@@ -233,7 +234,7 @@ def main(args):
         models["%s %s" % (name, kind)] = (path, meta)
     cores = len(this_machine_facts()["cpuinfer"]["core_cpus"])
     bandwidth, results = measure(models, {"llama.cpp": mainline, "ik_llama.cpp": ik}, cores, args.rounds,
-                                               args.repetitions, run, log)
+                                 args.repetitions, run, log)
     data = {"environment": environment(), "machine_check": problems, "cores": cores, "rounds": args.rounds,
             "builds": {"llama.cpp": mainline.name, "ik_llama.cpp": ik.name}, "bandwidth": bandwidth, "models": results}
     write_report("engines", data, markdown(data))
