@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import machine
-from common import REPO, add_force, environment, log, run, write_report
+from common import REPO, add_force, environment, log, run, run_line, write_report
 from engine_builds import VERSIONS, controller_build_class, q8_model, role_install, venv_with
 
 
@@ -64,8 +64,7 @@ def main(args):
 def markdown(data):
     env = data["environment"]
     lines = ["# Build quality: the role's wheel vs a plain pip install", "",
-             "Native run on the controller (%s, %s CPUs), not in a VM. Command: `%s` (%s, commit %s)." % (
-                 env["controller_cpu"], env["controller_cpus"], env["command"], env["date"], env["commit"]), "",
+             run_line(env, "; natively on the controller, not in a VM"), "",
              "Model %s, %.0f MB. Copy bandwidth %.1f GB/s (%d threads, STREAM Copy: read + written), so the "
              "token-generation bound (every weight read once a token) is %.1f tokens/s." % (
                  data["model"], data["model_bytes"] / 1e6, data["bandwidth"]["bytes_per_second"] / 1e9,

@@ -82,6 +82,12 @@ def environment():
             "command": "benchmarks/run " + " ".join(sys.argv[1:])}
 
 
+def run_line(env, detail=""):
+    """The line every report opens with: the command, when, at which commit, on what machine."""
+    where = ", controller: %s, %s CPUs" % (env["controller_cpu"], env["controller_cpus"]) if "controller_cpu" in env else ""
+    return "Command: `%s` (%s, commit %s%s)%s." % (env["command"], env["date"], env["commit"], where, detail)
+
+
 def write_report(name, data, markdown):
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / ("%s.json" % name)).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -11,7 +11,7 @@ import time
 import machine
 import stats
 from common import (EMULATION_NOTE, REPO, add_force, add_vm_options, carried_places, ensure_model,
-                    environment, lab, log, playbook, run, write_report)
+                    environment, lab, log, playbook, run, run_line, write_report)
 from engine_builds import BENCH_BUILD, controller_build_class, q8_model, role_install
 
 
@@ -121,8 +121,7 @@ def main(args):
 def markdown(data):
     env = data["environment"]
     lines = ["# Concurrent clients: llama-server vs the Python server", "",
-             "Command: `%s` (%s, commit %s, controller: %s, %s CPUs)." % (
-                 env["command"], env["date"], env["commit"], env["controller_cpu"], env["controller_cpus"]), "",
+             run_line(env), "",
              "Both engines from the same role build (one llama.cpp), same model, same threads; llama-server with "
              "%d slots. Interleaved: every round runs every client count against both servers, one trial at a time. "
              "Aggregate tokens/s = all streams' tokens / the trial's wall time (first request to last end). "

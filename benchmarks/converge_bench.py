@@ -9,7 +9,7 @@ import time
 import machine
 import stats
 from common import (EMULATION_NOTE, PLAYBOOK_ENV, REPO, committed_report, ensure_model, environment, lab, log,
-                    playbook, write_report)
+                    playbook, run_line, write_report)
 
 
 def add_arguments(parser):
@@ -104,10 +104,10 @@ def carried_runs(measured_counts):
 def markdown(data):
     env = data["environment"]
     lines = ["# Converge cost", "", data["note"], "",
-             "Command: `%s` (%s, commit %s). playbooks/site.yml on fresh lab VMs (1 vCPU, 1.5 GiB each), "
+             run_line(env) + " playbooks/site.yml on fresh lab VMs (1 vCPU, 1.5 GiB each), "
              "wheel cache: %s; ansible-playbook with %s. Controller CPU: user + system seconds of "
              "ansible-playbook and all it ran on the controller." % (
-                 env["command"], env["date"], env["commit"], data["wheel_cache"],
+                 data["wheel_cache"],
                  ", ".join("%s=%s" % item for item in sorted(data.get("playbook_env", {}).items())) or "Ansible's defaults"),
              "",
              "| hosts | repeat | run | wall s | x first converge | controller CPU s | tasks changed | wheel builds | measured |",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import machine
 import stats
-from common import add_force, environment, log, write_report
+from common import add_force, environment, log, run_line, write_report
 
 # One loop per process, pinned before it starts; prints its work per second. Integer work is what a
 # TCG vCPU mostly does (translated guest code); the memory loop copies 32 MiB buffers, past the L2.
@@ -112,9 +112,8 @@ def summarize(samples):
 def markdown(data):
     env = data["environment"]
     lines = ["# Are this machine's CPUs independent?", "", __doc__.split("\n\n", 1)[1].strip(), "",
-             "Command: `%s` (%s, commit %s, %s, %s CPUs). %d rounds of %d s per variant, interleaved; the "
+             run_line(env) + " %d rounds of %d s per variant, interleaved; the "
              "measured loop on host CPU %d, the neighbour on host CPU %d." % (
-                 env["command"], env["date"], env["commit"], env["controller_cpu"], env["controller_cpus"],
                  data["rounds"], data["seconds"], data["measured_cpu"], data["other_cpu"]), "",
              "| variant | integer loops/s (median) | steal s, measured CPU | steal s, other CPU |", "|---|---|---|---|"]
     for variant, figures in data["summary"]["variants"].items():

@@ -29,7 +29,7 @@ from ansible_collections.cpuinfer.llm.plugins.filter import engine_settings  # n
 
 import machine  # noqa: E402
 import stats  # noqa: E402
-from common import REPO, add_force, environment, log, role_default, run, write_report  # noqa: E402
+from common import REPO, add_force, environment, log, role_default, run, run_line, write_report  # noqa: E402
 from engine_builds import controller_build_class, q8_model, role_build, role_install, this_machine_facts  # noqa: E402
 
 ENGINES = {"llama-server": "llama.cpp", "ik_llama.cpp": "ik_llama.cpp"}  # engine -> its build's source
@@ -174,8 +174,7 @@ def measure(models, builds, cores, rounds, repetitions, run, log):
 def markdown(data):
     env = data["environment"]
     lines = ["# Engines: mainline llama-server vs ik_llama.cpp, default vs calibrated threads", "",
-             "Command: `%s` (%s, commit %s, controller: %s, %s CPUs), natively, no VM." % (
-                 env["command"], env["date"], env["commit"], env["controller_cpu"], env["controller_cpus"]), "",
+             run_line(env, "; natively, no VM"), "",
              __doc__.split("\n\n", 1)[1].strip(), "",
              "Builds: %s. Copy bandwidth (STREAM Copy, %d processes): %.1f GB/s. %d rounds; median (min-max)." % (
                  ", ".join("`%s`" % key for key in data["builds"].values()), data["bandwidth"]["processes"],

@@ -9,7 +9,7 @@ import statistics
 
 import machine
 import stats
-from common import EMULATION_NOTE, OUT, add_vm_options, environment, in_lab_vm, write_report
+from common import EMULATION_NOTE, OUT, add_vm_options, environment, in_lab_vm, run_line, write_report
 
 ISOLATION_RATIOS = [("b_untuned_neighbour", "a_untuned"), ("c_tuned_neighbour", "a_tuned"),
                     ("d_untuned_membw_neighbour", "a_untuned"), ("e_tuned_membw_neighbour", "a_tuned"),
@@ -68,9 +68,7 @@ def rendered_again(report, commit):
 def markdown(data):
     env = data["environment"]
     lines = ["# Isolation under a noisy neighbour", "", data["note"], "",
-             "Command: `%s` (%s, commit %s, controller: %s, %s CPUs)%s." % (
-                 env["command"], env["date"], env["commit"], env["controller_cpu"], env["controller_cpus"],
-                 "; recomputed from its samples at commit %s" % data["rendered_by"] if "rendered_by" in data else ""),
+             run_line(env, "; recomputed from its samples at commit %s" % data["rendered_by"] if "rendered_by" in data else ""),
              "", "VM: 2 vCPUs, model llama-bench (files/make_gguf_model.py). %d repeats of the whole measurement "
              "(%s s each); each repeat: %d rounds x %d completions x %d tokens per variant, the variants "
              "interleaved in every round. Neighbours: b/c `stress-ng --cpu`, d/e `stress-ng --stream` "

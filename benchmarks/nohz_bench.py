@@ -7,7 +7,7 @@ import statistics
 
 import machine
 import stats
-from common import EMULATION_NOTE, add_vm_options, environment, in_lab_vm, write_report
+from common import EMULATION_NOTE, add_vm_options, environment, in_lab_vm, run_line, write_report
 
 
 def add_arguments(parser):
@@ -58,10 +58,10 @@ def nohz_summary(runs, raws):
 def nohz_markdown(data):
     summary, env = data["summary"], data["environment"]
     lines = ["# Kernel isolation (nohz_full): the instance with and without it", "",
-             "`%s` on %s, commit %s; %d runs per mode, interleaved (none, nohz, ...), each after a converge that "
+             run_line(env) + " %d runs per mode, interleaved (none, nohz, ...), each after a converge that "
              "rebooted the VM into its mode through its own GRUB; %d completions of %d tokens per run, a timer-heavy "
              "neighbour (stress-ng timer 20 kHz + cyclic) on the housekeeping CPU." % (
-                 env["command"], env["date"], env["commit"], data["repeats"], data["completions_per_run"],
+                 data["repeats"], data["completions_per_run"],
                  data["tokens_per_completion"]), "",
              "| mode | tokens/s median (min-max) | p99 inter-token ms median (min-max) | timer IRQs/s on the inference CPU |",
              "|---|---|---|---|"]

@@ -19,7 +19,7 @@ import time
 
 import machine
 from common import (REPO, add_force, add_vm_options, ensure_model, environment, lab, lab_forwarded, log, playbook,
-                    write_report)
+                    run_line, write_report)
 
 VARIANTS = (
     {"name": "no front door", "address": "instance", "drain": False, "restarts": True},
@@ -83,13 +83,12 @@ def markdown(data):
     lines = [
         "# Rollout under load: what clients see",
         "",
-        "`%s` on %s, commit %s. Two lab VMs of one vCPU (software emulation), one instance of the generated "
+        run_line(data["environment"]) + " Two lab VMs of one vCPU (software emulation), one instance of the generated "
         "llama-tiny model with 2 slots each; the front door (HAProxy) on bench-roll-1. Load: a streamed "
         "completion of %d tokens (`ignore_eos`) every %.1f s through the `openai` client, open loop; %d s steady, "
         "then `playbooks/canary.yml` restarts every instance, then %d s more. A request is *completed* when its "
         "stream ends with finish_reason `length`, *truncated* when it ends cleanly before, *failed* when the "
-        "client raised." % (data["environment"]["command"], data["environment"]["date"], data["environment"]["commit"],
-                            data["tokens"], data["interval"], data["steady_seconds"], data["after_seconds"]),
+        "client raised." % (data["tokens"], data["interval"], data["steady_seconds"], data["after_seconds"]),
         "",
         "| variant | repeat | sent | completed | failed | truncated | p99 TTFT steady | p99 TTFT rollout | ratio | rollout s |",
         "|---|---|---|---|---|---|---|---|---|---|",

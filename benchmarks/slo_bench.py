@@ -7,7 +7,7 @@ import sys
 
 import machine
 import stats
-from common import EMULATION_NOTE, REPO, add_vm_options, environment, in_lab_vm, write_report
+from common import EMULATION_NOTE, REPO, add_vm_options, environment, in_lab_vm, run_line, write_report
 
 
 def add_arguments(parser):
@@ -85,7 +85,7 @@ def markdown(data):
                                                ", %.0f s pause between streams" % p["pause_s"] if p["pause_s"] else "")
                        for p in data["phases"])
     lines = ["# SLO controller: best-effort work squeezed, the service left alone", "", data["note"], "",
-             "Command: `%s` (%s, commit %s)." % (env["command"], env["date"], env["commit"]), "",
+             run_line(env), "",
              "2-vCPU VM (benchmarks/slo/topology.json): the service (llama-bench, 2 slots) on the inference CPU, "
              "best-effort work `stress-ng --cpu 2 --stream 1` beside it. Client load per mode: %s, %d s each. "
              "SLO = 1.25 x the service's p99 inter-token gap alone under the busy load = %.1f ms (alone: %.1f ms). "

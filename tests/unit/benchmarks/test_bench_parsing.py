@@ -121,3 +121,12 @@ def test_the_benchmarks_readme_lists_every_benchmark_and_no_other():
     readme = (common.REPO / "docs" / "benchmarks" / "README.md").read_text(encoding="utf-8")
     listed = {line.split()[1] for line in readme.splitlines() if line.startswith("benchmarks/run ") and "--" not in line.split()[1]}
     assert listed == set(bench.BENCHMARKS)
+
+
+def test_every_report_opens_with_the_same_run_line():
+    env = {"command": "benchmarks/run x", "date": "d", "commit": "c", "controller_cpu": "AMD EPYC", "controller_cpus": 2}
+    assert common.run_line(env) == "Command: `benchmarks/run x` (d, commit c, controller: AMD EPYC, 2 CPUs)."
+    assert common.run_line({"command": "y", "date": "d", "commit": "c"}, "; natively") == "Command: `y` (d, commit c); natively."
+    for name in bench.BENCHMARKS.values():
+        text = (common.REPO / "benchmarks" / ("%s.py" % name)).read_text(encoding="utf-8")
+        assert "run_line(" in text and "Command: `%s`" not in text and "`%s` on %s, commit" not in text, name
