@@ -2,7 +2,7 @@
 
 changelogs/released-files.json holds the version galaxy.yml had at the last release and the sha256 of every
 file users run (SHIPPED below) as it was then. `--write` records it (scripts/release does, after the
-changelog release); tests/unit/test_release.py compares the tree against it.
+changelog release); tests/unit/test_collection_release.py compares the tree against it.
 
 Usage: python scripts/release_manifest.py [--write]   (without --write: print what changed since the release)
 """
