@@ -20,12 +20,12 @@ BENCHMARKS = {
 
 
 def parser():
+    modules = {name: importlib.import_module(module) for name, module in BENCHMARKS.items()}
     top = argparse.ArgumentParser(description=__doc__ + "\n" + "\n".join(
-        "  %-12s %s" % (name, importlib.import_module(module).__doc__.splitlines()[0]) for name, module in BENCHMARKS.items()),
+        "  %-12s %s" % (name, module.__doc__.splitlines()[0]) for name, module in modules.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="benchmark", required=True)
-    for name, module_name in BENCHMARKS.items():
-        module = importlib.import_module(module_name)
+    for name, module in modules.items():
         one = sub.add_parser(name, description=module.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(one)
         one.set_defaults(func=module.main)

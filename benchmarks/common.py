@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 import machine
+from cpuinfer_lab.vm import load_record  # machine put the lab on the path
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "docs" / "benchmarks"
@@ -147,9 +148,11 @@ def in_lab_vm(name, sizes, args, repeats=1):
 
 
 def lab_forwarded(vm_name, guest_port):
-    """The controller's port that the lab forwards to guest_port of vm_name."""
-    state = Path(os.environ.get("CPUINFER_LAB_STATE", "/var/lib/cpuinfer-lab"))
-    return json.loads((state / "vms" / vm_name / "vm.json").read_text(encoding="utf-8"))["forwarded"][str(guest_port)]
+    """The controller's port that the lab forwards to guest_port of vm_name (the lab's own record of the VM)."""
+    record = load_record(vm_name)
+    if record is None:
+        raise SystemExit("bench: the lab has no record of VM %s" % vm_name)
+    return record.forwarded[str(guest_port)]
 
 
 def role_default(role, name):
