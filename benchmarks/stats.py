@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent"))
 
-from cpuinfer_agent.stream_probe import percentile  # noqa: E402  pylint: disable=wrong-import-position,unused-import
+from cpuinfer_agent.stream_probe import percentile  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def summarize_variant(samples):
@@ -85,6 +85,14 @@ def spread(values):
     return {"median": round(middle, 3), "min": round(ordered[0], 3), "max": round(ordered[-1], 3),
             "relative_spread": round((ordered[-1] - ordered[0]) / middle, 3) if middle else None,
             "per_repeat": [round(v, 3) for v in values]}
+
+
+def quantiles(values):
+    """{n, p10, median, p90} of many readings pooled across repeats; None when there is none."""
+    if not values:
+        return None
+    return {"n": len(values), "p10": round(percentile(values, 0.1), 2), "median": round(percentile(values, 0.5), 2),
+            "p90": round(percentile(values, 0.9), 2)}
 
 
 def ratios_across_repeats(per_repeat):

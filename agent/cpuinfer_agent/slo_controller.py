@@ -1,12 +1,14 @@
 """cpuinfer-slo-controller: hold the inference instances' latency by squeezing best-effort work.
 
-Each window it reads the latency-critical (LC) instances' inter-token p99 (and time to first token,
-where an objective is set) from short streamed probes, their engines' own counters, and the CPU
-pressure (PSI) of their groups, and moves only the best-effort (BE) slice: its CPU quota and the
-inference cores lent to it (slo_rule has the rule). LC units get no quota from here.
+Each window it reads the latency-critical (LC) instances' latency - passive first: their engines' own
+counters for the clients' requests, and a short streamed probe only where client traffic gave no reading,
+within a budget of the instance's token capacity (slo_reading has how) - and the CPU pressure (PSI) of
+their groups, and moves only the best-effort (BE) slice: its CPU quota and the inference cores lent to it
+(slo_rule has the rule). LC units get no quota from here.
 
-Fail safe: at start and at every exit it puts BE at its safe minimum (quota, its own CPUs only); the
-unit's ExecStopPost runs `--restore` after a crash or a kill too, and systemd's watchdog kills a
+Fail safe: at every exit it puts BE at its safe minimum (quota, its own CPUs only), and at start too
+unless a clean stop (SIGTERM) left its last decision less than resume_seconds ago; the unit's
+ExecStopPost runs `--restore` after a crash or a kill too, and systemd's watchdog kills a
 controller that stops looping. While nothing runs, the slice's persistent drop-in holds the same
 minimum. Every decision is logged (journal, JSON lines) and exported (node_exporter's textfile).
 
@@ -27,11 +29,12 @@ import urllib.error
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _cgroupfs
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import format_cpulist, parse_cpulist
 from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
-from cpuinfer_agent import slo_rule, stream_probe, unit_metrics
+from cpuinfer_agent import slo_reading, slo_rule, stream_probe, unit_metrics
 
 LOG = logging.getLogger("cpuinfer-slo-controller")
-ENGINE_COUNTERS = ("llamacpp:tokens_predicted_total", "llamacpp:tokens_predicted_seconds_total",
-                   "llamacpp:requests_processing", "llamacpp:requests_deferred")
+TOKENS, DEFERRED = "llamacpp:tokens_predicted_total", "llamacpp:requests_deferred"
+ENGINE_COUNTERS = (TOKENS, "llamacpp:tokens_predicted_seconds_total", DEFERRED)
+SOURCES = ("clients", "probe", "carried", "none")
 PROBE_ERRORS = (OSError, ValueError, IndexError, urllib.error.URLError)
 
 
@@ -81,84 +84,111 @@ def engine_counters(port, api_key):
     return stream_probe.engine_samples(port, api_key, ENGINE_COUNTERS)
 
 
-def mean_token_ms(before, after):
-    """Mean time per generated token between two readings of the counters (clients' own requests);
-    None without tokens in between or with a restarted engine."""
-    if not before or not after:
-        return None
-    tokens = after.get("llamacpp:tokens_predicted_total", 0) - before.get("llamacpp:tokens_predicted_total", 0)
-    seconds = (after.get("llamacpp:tokens_predicted_seconds_total", 0)
-               - before.get("llamacpp:tokens_predicted_seconds_total", 0))
-    if tokens <= 0 or seconds < 0:
-        return None
-    return seconds * 1000.0 / tokens
-
-
 class Controller:
     def __init__(self, config, systemd, root="/", clock=time.monotonic, wall=time.time, probe=None, counters=None):
         self.config, self.systemd, self.root = config, systemd, root
         self.clock, self.wall = clock, wall
         self.probe = probe or stream_probe.measure
         self.counters = counters or engine_counters
-        self.readings = {}
         self.limits = limits_of(config)
         self.state = slo_rule.State(config["min_percent"], 0)
-        self.last_change = clock()
-        self.gaps = dict((i["name"], []) for i in config["instances"])
-        self.first_token = dict((i["name"], []) for i in config["instances"])
-        self.decisions = {}
-        self.last = {"ratio": None, "psi": None, "p99_ms": {}, "mean_token_ms": {}}
+        self.started = self.last_change = clock()
+        names = [i["name"] for i in config["instances"]]
+        self.budgets = dict((i["name"], slo_reading.ProbeBudget(
+            config["probe_budget_share"] * i["token_capacity_per_second"], config["probe_tokens"], self.started))
+            for i in config["instances"])
+        # counters: at the window's start and the latest; when the clients' tokens or a probe last gave a reading
+        self.window_start, self.latest = {}, {}
+        self.client_seen_at, self.probed_at, self.readings = {}, {}, {}
+        self.gaps = dict((name, []) for name in names)
+        self.first_token = dict((name, []) for name in names)
+        self.decisions, self.sources = {}, dict((name, {}) for name in names)
+        self.last = {"ratio": None, "psi": None, "instances": {}}
         self.idle_supported = None
 
     # -- reading
     def observe(self):
-        """One probe of every LC instance; a failed probe adds nothing (an empty window is unreadable)."""
+        """Every probe interval: the engines' counters (did the clients' requests give a reading?), then a
+        probe of an instance, where its budget allows, only when nothing gave a reading for a window, or
+        when requests wait for a slot under a time-to-first-token objective (a wait the counters' mean per
+        token does not show), once a window."""
+        now = self.clock()
         for instance in self.config["instances"]:
+            name = instance["name"]
             try:
-                result = self.probe(instance["port"], self.config["probe_tokens"], stream_probe.api_key_of(instance["name"]))
+                reading = self.counters(instance["port"], stream_probe.api_key_of(name))
             except PROBE_ERRORS as exc:
-                LOG.warning("probe of %s on 127.0.0.1:%s failed: %s", instance["name"], instance["port"], exc)
-                continue
-            self.gaps[instance["name"]].extend(result["gaps_ms"])
-            if result["first_token_ms"] is not None:
-                self.first_token[instance["name"]].append(result["first_token_ms"])
-
-    def engine_means(self):
-        """{instance: mean ms per token its clients got since the last window, or None}."""
-        means = {}
-        for instance in self.config["instances"]:
-            try:
-                reading = self.counters(instance["port"], stream_probe.api_key_of(instance["name"]))
-            except PROBE_ERRORS as exc:
-                LOG.warning("counters of %s unreadable: %s", instance["name"], exc)
+                LOG.warning("counters of %s unreadable: %s", name, exc)
                 reading = None
-            means[instance["name"]] = mean_token_ms(self.readings.get(instance["name"]), reading)
-            self.readings[instance["name"]] = reading
-        return means
+            if slo_reading.counter_delta(self.latest.get(name), reading, TOKENS):
+                self.client_seen_at[name] = now
+            self.latest[name] = reading
+            if self.window_start.get(name) is None:  # the first reading, or the first after an unreadable one
+                self.window_start[name] = reading
+            # a window counts from the start too: clients already streaming need no probe at all
+            read_at = max(t for t in (self.started, self.client_seen_at.get(name), self.probed_at.get(name)) if t is not None)
+            waiting = bool(instance.get("ttft_slo_ms") and reading and reading.get(DEFERRED)) and not self.gaps[name]
+            if now - read_at < self.config["window_seconds"] and not waiting:
+                continue
+            if self.budgets[name].allows(now):
+                self.probe_instance(instance, now)
+
+    def probe_instance(self, instance, now):
+        """One probe; its tokens are charged to the budget (a failed one as if it had run: a refusing
+        engine is not probed every interval)."""
+        name = instance["name"]
+        self.probed_at[name] = now
+        try:
+            result = self.probe(instance["port"], self.config["probe_tokens"], stream_probe.api_key_of(name))
+        except PROBE_ERRORS as exc:
+            LOG.warning("probe of %s on 127.0.0.1:%s failed: %s", name, instance["port"], exc)
+            self.budgets[name].spend(self.config["probe_tokens"], now)
+            return
+        self.budgets[name].spend(len(result["gaps_ms"]) + 1, now)
+        self.gaps[name].extend(result["gaps_ms"])
+        if result["first_token_ms"] is not None:
+            self.first_token[name].append(result["first_token_ms"])
+
+    def instance_reading(self, instance, now):
+        """The window's reading of one instance: {source, ratio, p99_ms (the worse read), mean_token_ms,
+        estimated_p99_ms, probe_p99_ms}."""
+        name, slo = instance["name"], instance["slo_p99_ms"]
+        mean = slo_reading.mean_token_ms(self.window_start.get(name), self.latest.get(name))
+        estimated = slo_reading.estimated_p99_ms(mean, self.config["tail_factor"])
+        gaps, firsts = self.gaps[name], self.first_token[name]
+        probe_p99 = stream_probe.percentile(gaps, 0.99) if gaps else None
+        probe_ratio = None if probe_p99 is None else probe_p99 / slo
+        if probe_ratio is not None and instance.get("ttft_slo_ms") and firsts:
+            probe_ratio = max(probe_ratio, stream_probe.percentile(firsts, 0.99) / instance["ttft_slo_ms"])
+        ratio, source = slo_reading.window_reading(None if estimated is None else estimated / slo, probe_ratio,
+                                                   self.readings.get(name), now,
+                                                   self.budgets[name].max_age(self.config["window_seconds"]))
+        if source in ("clients", "probe"):
+            self.readings[name] = slo_reading.Reading(ratio, source, now)
+        read = [v for v in (estimated, probe_p99) if v is not None]
+        return {"source": source or "none", "ratio": ratio, "p99_ms": max(read) if read else None,
+                "mean_token_ms": mean, "estimated_p99_ms": estimated, "probe_p99_ms": probe_p99}
 
     def window_ratio(self):
-        """The worst objective ratio over instances: the probes' inter-token p99, the mean per token
-        the engine's counters give for its clients' requests, and the probes' first token where that
-        objective is set. None when no probe answered in the window: the counters alone cannot tell a
-        stalled engine from an idle one."""
-        ratios, p99s = [], {}
-        means = self.engine_means()
-        self.last["mean_token_ms"] = means
+        """The worst objective ratio over instances; None when no instance gave a reading: the counters alone
+        cannot tell a stalled engine from an idle one, and a probe is the only reading then."""
+        now = self.clock()
+        readings = {}
         for instance in self.config["instances"]:
-            if means.get(instance["name"]) is not None:
-                ratios.append(means[instance["name"]] / instance["slo_p99_ms"])
-            gaps, firsts = self.gaps[instance["name"]], self.first_token[instance["name"]]
-            if not gaps:
-                p99s[instance["name"]] = None
-                continue
-            p99s[instance["name"]] = stream_probe.percentile(gaps, 0.99)
-            ratios.append(p99s[instance["name"]] / instance["slo_p99_ms"])
-            if instance.get("ttft_slo_ms") and firsts:
-                ratios.append(stream_probe.percentile(firsts, 0.99) / instance["ttft_slo_ms"])
-        self.last["p99_ms"] = p99s
-        if all(p99 is None for p99 in p99s.values()):
-            return None
-        return max(ratios)
+            name = instance["name"]
+            readings[name] = self.instance_reading(instance, now)
+            self.sources[name][readings[name]["source"]] = self.sources[name].get(readings[name]["source"], 0) + 1
+            self.window_start[name] = self.latest.get(name)
+        self.last["instances"] = readings
+        ratios = [r["ratio"] for r in readings.values() if r["ratio"] is not None]
+        return max(ratios) if ratios else None
+
+    def probe_share(self, name, now=None):
+        """The controller's own tokens since it started, as a share of the instance's token capacity."""
+        instance = next(i for i in self.config["instances"] if i["name"] == name)
+        elapsed = (self.clock() if now is None else now) - self.started
+        capacity = instance["token_capacity_per_second"] * elapsed
+        return self.budgets[name].spent / capacity if capacity > 0 else 0.0
 
     def lc_pressure(self):
         """The highest cpu 'some' avg10 (percent) over the LC units' groups; None when none is readable."""
@@ -195,6 +225,31 @@ class Controller:
         self.state = safe
         LOG.info("BE at its safe minimum %d%% on CPUs %s: %s", safe.quota_percent, be_cpus(self.config, 0), why)
 
+    def keep_for_restart(self):
+        """A clean stop (SIGTERM: a restart, a converge) leaves its last decision for the next start."""
+        with open(self.config["resume_file"], "w", encoding="utf-8") as handle:
+            json.dump({"time": self.wall(), "quota_percent": self.state.quota_percent,
+                       "lent_cores": self.state.lent_cores}, handle)
+
+    def start(self):
+        """Resume from the decision a clean stop left less than resume_seconds ago (read once: a crash after
+        this start finds none), else the safe minimum."""
+        kept = None
+        try:
+            with open(self.config["resume_file"], encoding="utf-8") as handle:
+                kept = json.load(handle)
+            os.unlink(self.config["resume_file"])
+        except (OSError, ValueError):
+            pass
+        state = slo_rule.resumable(kept, self.wall(), self.config["resume_seconds"], self.limits)
+        if state is None:
+            self.restore("starting")
+            return
+        self.apply(state)
+        self.last_change = self.clock()
+        LOG.info("resuming from the decision before a clean stop: BE %d%% on CPUs %s", state.quota_percent,
+                 be_cpus(self.config, state.lent_cores))
+
     def step(self):
         """One decision at the end of a window; the decision record."""
         ratio, psi = self.window_ratio(), self.lc_pressure()
@@ -214,8 +269,9 @@ class Controller:
             self.gaps[name], self.first_token[name] = [], []
         record = {"time": round(self.wall(), 3), "action": action, "reason": reason, "dry_run": self.config["dry_run"],
                   "ratio": None if ratio is None else round(ratio, 3), "lc_cpu_pressure_some": psi,
-                  "lc_p99_ms": dict((k, None if v is None else round(v, 1)) for k, v in self.last["p99_ms"].items()),
-                  "lc_mean_token_ms": dict((k, None if v is None else round(v, 1)) for k, v in self.last["mean_token_ms"].items()),
+                  "lc": dict((name, dict((key, value if not isinstance(value, float) else round(value, 3 if key == "ratio" else 1))
+                                         for key, value in reading.items())) for name, reading in self.last["instances"].items()),
+                  "probe_tokens": dict((name, budget.spent) for name, budget in self.budgets.items()),
                   "before": {"quota_percent": before.quota_percent, "lent_cores": before.lent_cores},
                   "after": {"quota_percent": new.quota_percent, "lent_cores": new.lent_cores,
                             "cpus": be_cpus(self.config, new.lent_cores)}}
@@ -242,21 +298,39 @@ class Controller:
             family = unit_metrics.Family("cpuinfer_slo_controller_" + name, kind, help_text)
             family.add(dict(labels, slice=slice_name), float(value))
             families.append(family)
-        p99 = unit_metrics.Family("cpuinfer_slo_controller_lc_p99_seconds", "gauge", "LC inter-token p99 in the last window.")
-        slo = unit_metrics.Family("cpuinfer_slo_controller_lc_slo_seconds", "gauge", "LC inter-token p99 objective.")
+        per_unit = [
+            unit_metrics.Family("cpuinfer_slo_controller_lc_p99_seconds", "gauge",
+                                "LC inter-token p99 read in the last window (clients' estimate or probe, the worse)."),
+            unit_metrics.Family("cpuinfer_slo_controller_lc_slo_seconds", "gauge", "LC inter-token p99 objective."),
+            unit_metrics.Family("cpuinfer_slo_controller_probes_total", "counter", "Probes the controller sent."),
+            unit_metrics.Family("cpuinfer_slo_controller_probe_tokens_total", "counter", "Tokens the controller's probes cost."),
+            unit_metrics.Family("cpuinfer_slo_controller_probe_share_ratio", "gauge",
+                                "The probes' tokens over the instance's token capacity since the controller started."),
+            unit_metrics.Family("cpuinfer_slo_controller_readings_total", "counter",
+                                "Windows by where the instance's reading came from (none: unreadable)."),
+        ]
+        p99, slo, probes, probe_tokens, share, readings = per_unit
+        now = self.clock()
         # by unit, as every per-instance metric of the collection ('instance' is Prometheus's own label)
         for instance in self.config["instances"]:
-            slo.add({"unit": instance["unit"]}, instance["slo_p99_ms"] / 1000.0)
-            if self.last["p99_ms"].get(instance["name"]) is not None:
-                p99.add({"unit": instance["unit"]}, self.last["p99_ms"][instance["name"]] / 1000.0)
+            labels, name = {"unit": instance["unit"]}, instance["name"]
+            slo.add(labels, instance["slo_p99_ms"] / 1000.0)
+            read = self.last["instances"].get(name, {})
+            if read.get("p99_ms") is not None:
+                p99.add(labels, read["p99_ms"] / 1000.0)
+            probes.add(labels, float(self.budgets[name].probes))
+            probe_tokens.add(labels, float(self.budgets[name].spent))
+            share.add(labels, self.probe_share(name, now))
+            for source in SOURCES:
+                readings.add(dict(labels, source=source), float(self.sources[name].get(source, 0)))
         decisions = unit_metrics.Family("cpuinfer_slo_controller_decisions_total", "counter", "Decisions by action.")
         for action in ("hold", "grow", "cut", "safe"):
             decisions.add({"slice": slice_name, "action": action}, float(self.decisions.get(action, 0)))
-        return families + [p99, slo, decisions]
+        return families + per_unit + [decisions]
 
 
 def run(config, controller, sleep=time.sleep, clock=time.monotonic):
-    controller.restore("starting")
+    controller.start()
     notify("READY=1")
     window_end = clock() + config["window_seconds"]
     while True:
@@ -293,6 +367,9 @@ def main(argv=None):
              config["min_percent"], config["step_percent"], " ".join(config["lendable_cores"]) or "none")
     try:
         run(config, controller)
+    except SystemExit:
+        controller.keep_for_restart()
+        raise
     finally:
         controller.restore("the controller is exiting")
     return 0

@@ -84,3 +84,18 @@ def decide(state, ratio, psi_some, since_change, limits):
                 ratio, slack, cap, state.lent_cores, new.lent_cores)
         return state, "LC p99 %.2f x SLO: BE already has every CPU it may have" % ratio
     return state, "LC p99 %.2f x SLO: hold" % ratio
+
+
+def resumable(kept, now, max_age, limits):
+    """The State a clean stop left ({time, quota_percent, lent_cores}) where it is at most max_age seconds
+    old and the limits (perhaps changed since) still allow it; None otherwise."""
+    try:
+        age = now - float(kept["time"])
+        state = State(int(kept["quota_percent"]), int(kept["lent_cores"]))
+    except (TypeError, KeyError, ValueError):
+        return None
+    if not 0 <= age <= max_age or not 0 <= state.lent_cores <= len(limits.lendable_cores):
+        return None
+    if not limits.min_percent <= state.quota_percent <= limits.cap(state.lent_cores):
+        return None
+    return state

@@ -37,8 +37,13 @@ def slo_controller_config(instances, facts, housekeeping_cores, options):
         problems.append("no latency-critical llama_server instance to protect on this host")
     for key in ("slo_p99_ms", "window_seconds", "probe_interval_seconds", "probe_tokens"):
         _positive(options, key, problems)
-    for key in ("ttft_slo_ms", "min_interval_seconds"):
+    for key in ("ttft_slo_ms", "min_interval_seconds", "resume_seconds"):
         _positive(options, key, problems, minimum=0)
+    _positive(options, "decode_tokens_per_second", problems, minimum=0.001)
+    _positive(options, "tail_factor", problems, minimum=1)
+    share = options.get("probe_budget_share")
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+        problems.append("probe_budget_share must be a share above 0 and at most 1, not %r" % (share,))
     _positive(options, "step_percent", problems)
     _positive(options, "safe_minimum_percent", problems)
     _positive(options, "psi_some_max", problems, minimum=0)
@@ -64,7 +69,10 @@ def slo_controller_config(instances, facts, housekeeping_cores, options):
     return {
         "slice": options["slice"],
         "instances": [{"name": i["name"], "unit": "cpuinfer-llama-%s.service" % i["name"], "port": int(i["port"]),
-                       "slo_p99_ms": options["slo_p99_ms"], "ttft_slo_ms": options["ttft_slo_ms"]} for i in chosen],
+                       "slo_p99_ms": options["slo_p99_ms"], "ttft_slo_ms": options["ttft_slo_ms"],
+                       # what the probe budget is a share of: the class's decode rate in every slot
+                       "token_capacity_per_second": options["decode_tokens_per_second"] * int(i.get("parallel", 1))}
+                      for i in chosen],
         "min_percent": minimum,
         "step_percent": options["step_percent"],
         "base_cpus": format_cpulist(base),
@@ -73,6 +81,10 @@ def slo_controller_config(instances, facts, housekeeping_cores, options):
         "window_seconds": options["window_seconds"],
         "probe_interval_seconds": options["probe_interval_seconds"],
         "probe_tokens": options["probe_tokens"],
+        "probe_budget_share": options["probe_budget_share"],
+        "tail_factor": options["tail_factor"],
+        "resume_seconds": options["resume_seconds"],
+        "resume_file": "/var/log/cpuinfer/slo-controller.resume.json",
         "min_interval_seconds": options["min_interval_seconds"],
         "dry_run": bool(options.get("dry_run")),
         "decision_log": "/var/log/cpuinfer/slo-controller.jsonl",

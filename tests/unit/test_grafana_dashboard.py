@@ -35,11 +35,12 @@ def emitted_names(tmp_path):
         if family.kind == "histogram":
             names.update(family.full_name + suffix for suffix in ("_bucket", "_sum", "_count"))
     controller = importlib.import_module("cpuinfer_agent.slo_controller")
-    config = {"slice": "be.slice", "instances": [{"name": "u", "unit": "u.service", "port": 1, "slo_p99_ms": 1}],
+    lc = {"name": "u", "unit": "u.service", "port": 1, "slo_p99_ms": 1, "token_capacity_per_second": 10.0}
+    config = {"slice": "be.slice", "instances": [lc],
               "min_percent": 20, "step_percent": 20, "base_cpus": "0", "lendable_cores": [], "psi_some_max": 40,
-              "min_interval_seconds": 0, "dry_run": True}
+              "min_interval_seconds": 0, "dry_run": True, "probe_budget_share": 0.01, "probe_tokens": 8}
     instance = controller.Controller(config, None)
-    instance.last.update(ratio=1.0, psi=1.0, p99_ms={"u": 1.0})
+    instance.last.update(ratio=1.0, psi=1.0, instances={"u": {"p99_ms": 1.0}})
     names.update(re.findall(r"^# TYPE (\S+)", controller.unit_metrics.render(instance.families()), re.M))
     return names
 

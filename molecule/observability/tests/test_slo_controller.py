@@ -1,8 +1,10 @@
 """The SLO controller on a real host: best-effort work grows while the service has slack, is cut when
-a client load makes the service's probes wait, the service itself never gets a quota, and best-effort
-work falls back to its safe minimum when the controller stops and when it is killed."""
+a client load makes the service's probes wait, the service itself never gets a quota, the probes stay
+within their budget, a clean restart resumes the last decision, and best-effort work falls back to its
+safe minimum when the controller stops and when it is killed."""
 
 import json
+import re
 import shlex
 import time
 
@@ -139,6 +141,11 @@ def test_best_effort_grows_with_slack_is_cut_under_load_and_the_service_is_never
         prom = host.file(PROM).content_string
     assert 'cpuinfer_slo_controller_decisions_total{action="cut",slice="%s"}' % SLICE in prom
     assert "cpuinfer_slo_controller_be_cpu_quota_ratio" in prom
+    # the probes' own tokens: within 1 % of the instance's capacity, plus the one probe the budget starts with
+    share = float(re.search(r'^cpuinfer_slo_controller_probe_share_ratio\{unit="%s"\} (\S+)$' % re.escape(LLAMA),
+                            prom, re.M).group(1))
+    print("probe share of capacity:", share)
+    assert 0 < share <= 0.012
 
 
 def test_a_stopped_controller_leaves_best_effort_at_its_safe_minimum(host):
@@ -153,6 +160,18 @@ def test_a_stopped_controller_leaves_best_effort_at_its_safe_minimum(host):
     finally:
         with host.sudo():
             host.check_output("systemctl start %s" % UNIT)
+
+
+def test_a_clean_restart_resumes_the_last_decision(host):
+    grown = _wait("growth before the restart", lambda: _be(host) if _be(host) != SAFE else None, 120)
+    with host.sudo():
+        restarted = host.check_output("date +%s")
+        host.check_output("systemctl restart %s" % UNIT)
+    resumed = _wait("the restarted controller's first words", lambda: [
+        line for line in _journal_since(host, restarted).splitlines()
+        if "resuming from the decision before a clean stop" in line or "safe minimum" in line and "starting" in line], 60)
+    print("before the restart:", grown, "; after:", resumed)
+    assert "resuming from the decision before a clean stop" in resumed[0], resumed
 
 
 def _restart_delay(host, seconds):
