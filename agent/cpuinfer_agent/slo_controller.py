@@ -100,6 +100,8 @@ class Controller:
         # counters: at the window's start and the latest; when the clients' tokens or a probe last gave a reading
         self.window_start, self.latest = {}, {}
         self.client_seen_at, self.probed_at, self.readings = {}, {}, {}
+        # the probes' own tokens, which the engine's counters count too: since the last reading, and in the window
+        self.own_unread, self.own_in_window = dict((name, 0) for name in names), dict((name, 0) for name in names)
         self.gaps = dict((name, []) for name in names)
         self.first_token = dict((name, []) for name in names)
         self.decisions, self.sources = {}, dict((name, {}) for name in names)
@@ -120,8 +122,10 @@ class Controller:
             except PROBE_ERRORS as exc:
                 LOG.warning("counters of %s unreadable: %s", name, exc)
                 reading = None
-            if slo_reading.counter_delta(self.latest.get(name), reading, TOKENS):
+            grown = slo_reading.counter_delta(self.latest.get(name), reading, TOKENS)
+            if grown is not None and grown > self.own_unread[name]:
                 self.client_seen_at[name] = now
+            self.own_unread[name] = 0
             self.latest[name] = reading
             if self.window_start.get(name) is None:  # the first reading, or the first after an unreadable one
                 self.window_start[name] = reading
@@ -145,6 +149,8 @@ class Controller:
             self.budgets[name].spend(self.config["probe_tokens"], now)
             return
         self.budgets[name].spend(len(result["gaps_ms"]) + 1, now)
+        self.own_unread[name] += len(result["gaps_ms"]) + 1
+        self.own_in_window[name] += len(result["gaps_ms"]) + 1
         self.gaps[name].extend(result["gaps_ms"])
         if result["first_token_ms"] is not None:
             self.first_token[name].append(result["first_token_ms"])
@@ -153,7 +159,10 @@ class Controller:
         """The window's reading of one instance: {source, ratio, p99_ms (the worse read), mean_token_ms,
         estimated_p99_ms, probe_p99_ms}."""
         name, slo = instance["name"], instance["slo_p99_ms"]
-        mean = slo_reading.mean_token_ms(self.window_start.get(name), self.latest.get(name))
+        start, latest = self.window_start.get(name), self.latest.get(name)
+        clients = slo_reading.counter_delta(start, latest, TOKENS)
+        # a window whose only finished tokens were the probes' has no reading of the clients
+        mean = slo_reading.mean_token_ms(start, latest) if clients and clients > self.own_in_window[name] else None
         estimated = slo_reading.estimated_p99_ms(mean, self.config["tail_factor"])
         gaps, firsts = self.gaps[name], self.first_token[name]
         probe_p99 = stream_probe.percentile(gaps, 0.99) if gaps else None
@@ -179,6 +188,7 @@ class Controller:
             readings[name] = self.instance_reading(instance, now)
             self.sources[name][readings[name]["source"]] = self.sources[name].get(readings[name]["source"], 0) + 1
             self.window_start[name] = self.latest.get(name)
+            self.own_in_window[name] = self.own_unread[name]  # a probe after the last reading shows in the next window
         self.last["instances"] = readings
         ratios = [r["ratio"] for r in readings.values() if r["ratio"] is not None]
         return max(ratios) if ratios else None

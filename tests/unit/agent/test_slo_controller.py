@@ -254,6 +254,19 @@ def test_an_idle_instance_is_probed_within_its_budget_and_always_has_a_reading(t
     assert all(r["action"] != "safe" for r in records)
 
 
+def test_the_probes_own_tokens_in_the_counters_are_no_client_reading(tmp_path):
+    tree(tmp_path)
+    sent = []
+    ctl, dummy = controller(tmp_path, [10.0] * 7, sent=sent)
+    # an idle engine whose counters count the probes' 8 tokens (at 10 ms each) once they finished
+    ctl.counters = lambda port, key: {"llamacpp:tokens_predicted_total": 1000 + 8 * len(sent),
+                                      "llamacpp:tokens_predicted_seconds_total": 10.0 + 0.08 * len(sent)}
+    records = run_windows(ctl, 60)
+    assert len(sent) >= 10
+    assert {r["lc"]["tiny"]["source"] for r in records} == {"probe", "carried"}
+    assert all(r["lc"]["tiny"]["mean_token_ms"] is None for r in records)
+
+
 def test_a_tail_the_mean_hides_is_estimated_by_the_tail_factor(tmp_path):
     tree(tmp_path)
     # the clients got 80 ms a token: within the 100 ms objective as a mean, 120 ms at their p99 (x1.5)
