@@ -25,6 +25,7 @@ def main(args):
     data = {"environment": environment(), "note": EMULATION_NOTE, "slo_p99_ms": raw["slo_p99_ms"],
             "calibration_p99_ms": raw["calibration_p99_ms"], "phases": raw["phases"],
             "phase_seconds": raw["phase_seconds"], "repeats": args.repeats, "summary": summary(raw),
+            "settle_seconds": raw.get("settle_seconds", 0),
             "conditions": conditions, "raw": raw}
     write_report("slo", data, markdown(data))
 
@@ -152,11 +153,12 @@ def markdown(data):
         lines += ["", "What this VM allows: under the controller best-effort work may run on at most %d CPU(s) against "
                   "the static split's %d (ceiling %.1fx), and on a lent core only in the time the service leaves idle "
                   "(the slice runs cpu.idle there): the ceiling needs the service idle all run long. The controller had a "
-                  "core lent in %.0f %% of its windows. It starts at its safe minimum (%d %%) at every start - here at each "
-                  "controller run - and grows %d %% a window up to its own CPU." % (
+                  "core lent in %.0f %% of its windows. It starts at its safe minimum (%d %%) and grows %d %% a window up to its "
+                  "own CPU: each controller run lets it settle for %d s (clients paused, no best-effort work yet) before the "
+                  "measurement, as a controller that runs for days has." % (
                       ceiling["base_cpus"] + ceiling["lendable_cpus"], ceiling["base_cpus"],
                       ceiling["be_over_static_max"], 100 * controller.get("lent_share", 0.0), ceiling["min_percent"],
-                      ceiling["step_percent"])]
+                      ceiling["step_percent"], data.get("settle_seconds", 0))]
     lines += ["", "Goal: no isolation misses the SLO in most windows (median share within < %.1f): %s; the static split "
               "and the controller hold >= %d %% of windows: %s; the controller's best-effort work >= %.1fx the static "
               "split's: %s." % (SLO_GOAL["none_windows_within_below"], "met" if met_none else "not met",

@@ -43,6 +43,7 @@ SHARED_SLICE = "cpuinfer-shared.slice"
 BE_UNIT = "cpuinfer-bench-besteffort"
 PHASES = [("calm", 0, 0.0), ("busy", 2, 0.0), ("calm", 0, 0.0), ("busy", 2, 0.0)]  # (name, clients, pause s)
 MODES = ("none", "shared", "static", "controller")
+SETTLE_SECONDS = 40
 STRESSOR = re.compile(r"^\s*-\s*stressor:\s*(\S+)")
 RATE = re.compile(r"^\s*bogo-ops-per-second-real-time:\s*([0-9.]+)")
 
@@ -194,6 +195,9 @@ def run_mode(mode, key, seconds, window_seconds):
     if mode == "controller":
         open(DECISIONS, "w", encoding="utf-8").close()
         sh("systemctl", "start", CONTROLLER)
+        # a controller runs for days on a host: it settles (grows from its safe minimum with the clients
+        # paused) before the best-effort work and the clients start, instead of ramping inside every run
+        time.sleep(SETTLE_SECONDS)
     else:
         static_split()
     if mode == "none":
@@ -243,7 +247,7 @@ def main():
             runs.append(result)
     print(json.dumps({"slo_p99_ms": slo, "calibration_p99_ms": round(stream_probe.percentile(gaps, 0.99), 1),
                       "phases": [{"name": n, "clients": c, "pause_s": p} for n, c, p in PHASES],
-                      "phase_seconds": seconds, "config": config, "runs": runs}))
+                      "phase_seconds": seconds, "settle_seconds": SETTLE_SECONDS, "config": config, "runs": runs}))
 
 
 if __name__ == "__main__":
