@@ -24,8 +24,6 @@ import sys
 import threading
 import time
 
-import urllib.request
-
 import stream_probe
 
 PORT, TOKENS = 8081, 32
@@ -124,20 +122,7 @@ def client_p99_by_decision(streams, decisions, wall_minus_monotonic, window_seco
     return decisions
 
 
-def wait_ready(seconds=600):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen("http://127.0.0.1:%d/health" % PORT, timeout=5) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(1)
-    raise SystemExit("the service did not come back within %d s" % seconds)
-
-
-def untuned_service(on):
+def untuned_service(on, key):
     """The service as a host without this collection runs it: an ordinary slice, the default weight, every
     CPU, llama.cpp's threads = every CPU (a runtime drop-in over the converged unit), or back as converged."""
     if on:
@@ -153,7 +138,7 @@ def untuned_service(on):
         os.unlink(UNTUNED_DROPIN)
     sh("systemctl", "daemon-reload")
     sh("systemctl", "restart", SERVICE)
-    wait_ready()
+    stream_probe.measure_when_ready(PORT, 2, key, 600)  # the probe's own wait: refused or 503 while it loads
 
 
 def be_start(slice_name, seconds, yaml_path):
@@ -201,7 +186,7 @@ def run_mode(mode, key, seconds, window_seconds):
     else:
         static_split()
     if mode == "none":
-        untuned_service(True)
+        untuned_service(True, key)
     slice_name = BE_SLICE if mode in ("static", "controller") else SHARED_SLICE
     yaml_path = "/tmp/bench-slo-%s.yaml" % mode
     total = seconds * len(PHASES)
@@ -217,7 +202,7 @@ def run_mode(mode, key, seconds, window_seconds):
             decisions = [json.loads(line) for line in handle if line.strip()]
         client_p99_by_decision(streams, decisions, wall_minus_monotonic, window_seconds)
     if mode == "none":
-        untuned_service(False)
+        untuned_service(False, key)
     return {"mode": mode, "window_p99_ms": windows(streams, started, ended),
             "tokens": sum(len(times) for times in streams), "seconds": round(ended - started, 1),
             "be_bogo_ops_per_second": be_work(yaml_path), "inference_cpu_idle_by_phase": idle,
