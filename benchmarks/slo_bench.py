@@ -4,6 +4,7 @@ SLO controller.
 Under calm and busy client phases on a 2-vCPU lab VM; the guest interleaves the modes itself
 (benchmarks/slo/slo_runner.py)."""
 
+import collections
 import sys
 
 import machine
@@ -76,18 +77,18 @@ def probes(raw, runs):
     run; the windows by where their reading came from; and its p99 estimate (engine mean x tail factor)
     against the clients' real p99 of the same window."""
     instance = raw["config"]["instances"][0]
-    tokens, shares, sources, measured_tail, estimate_error = [], [], {}, [], []
+    tokens, shares, sources, measured_tail, estimate_error = [], [], collections.Counter(), [], []
     for run_ in runs:
         spent = run_["decisions"][-1]["probe_tokens"][instance["name"]] if run_["decisions"] else 0
         tokens.append(spent)
         shares.append(spent / (instance["token_capacity_per_second"] * run_["seconds"]))
         for decision in run_["decisions"]:
             reading = decision["lc"][instance["name"]]
-            sources[reading["source"]] = sources.get(reading["source"], 0) + 1
+            sources[reading["source"]] += 1
             if decision.get("clients_p99_ms") and reading["mean_token_ms"]:
                 measured_tail.append(decision["clients_p99_ms"] / reading["mean_token_ms"])
                 estimate_error.append(reading["estimated_p99_ms"] / decision["clients_p99_ms"])
-    return {"probe_tokens": stats.spread(tokens), "probe_share": stats.spread(shares), "reading_sources": sources,
+    return {"probe_tokens": stats.spread(tokens), "probe_share": stats.spread(shares), "reading_sources": dict(sources),
             "measured_tail_factor": stats.quantiles(measured_tail), "estimate_over_clients_p99": stats.quantiles(estimate_error),
             "tail_factor": raw["config"]["tail_factor"]}
 

@@ -16,6 +16,7 @@ Usage: cpuinfer-slo-controller CONFIG_JSON
        cpuinfer-slo-controller --restore CONFIG_JSON
 """
 
+import collections
 import json
 import logging
 import os
@@ -32,8 +33,8 @@ from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostEr
 from cpuinfer_agent import slo_reading, slo_rule, stream_probe, unit_metrics
 
 LOG = logging.getLogger("cpuinfer-slo-controller")
-TOKENS, DEFERRED = "llamacpp:tokens_predicted_total", "llamacpp:requests_deferred"
-ENGINE_COUNTERS = (TOKENS, "llamacpp:tokens_predicted_seconds_total", DEFERRED)
+TOKENS, DEFERRED = slo_reading.TOKENS, "llamacpp:requests_deferred"
+ENGINE_COUNTERS = (TOKENS, slo_reading.SECONDS, DEFERRED)
 SOURCES = ("clients", "probe", "carried", "none")
 PROBE_ERRORS = (OSError, ValueError, IndexError, urllib.error.URLError)
 
@@ -104,7 +105,7 @@ class Controller:
         self.own_unread, self.own_in_window = dict((name, 0) for name in names), dict((name, 0) for name in names)
         self.gaps = dict((name, []) for name in names)
         self.first_token = dict((name, []) for name in names)
-        self.decisions, self.sources = {}, dict((name, {}) for name in names)
+        self.decisions, self.sources = {}, dict((name, collections.Counter()) for name in names)
         self.last = {"ratio": None, "psi": None, "instances": {}}
         self.idle_supported = None
 
@@ -148,9 +149,10 @@ class Controller:
             LOG.warning("probe of %s on 127.0.0.1:%s failed: %s", name, instance["port"], exc)
             self.budgets[name].spend(self.config["probe_tokens"], now)
             return
-        self.budgets[name].spend(len(result["gaps_ms"]) + 1, now)
-        self.own_unread[name] += len(result["gaps_ms"]) + 1
-        self.own_in_window[name] += len(result["gaps_ms"]) + 1
+        tokens = len(result["gaps_ms"]) + 1  # the first token has no gap before it
+        self.budgets[name].spend(tokens, now)
+        self.own_unread[name] += tokens
+        self.own_in_window[name] += tokens
         self.gaps[name].extend(result["gaps_ms"])
         if result["first_token_ms"] is not None:
             self.first_token[name].append(result["first_token_ms"])
@@ -186,7 +188,7 @@ class Controller:
         for instance in self.config["instances"]:
             name = instance["name"]
             readings[name] = self.instance_reading(instance, now)
-            self.sources[name][readings[name]["source"]] = self.sources[name].get(readings[name]["source"], 0) + 1
+            self.sources[name][readings[name]["source"]] += 1
             self.window_start[name] = self.latest.get(name)
             self.own_in_window[name] = self.own_unread[name]  # a probe after the last reading shows in the next window
         self.last["instances"] = readings

@@ -14,6 +14,8 @@ bucket that holds one probe. Between readings the last one stands for at most `m
 as the budget needs to afford the next probe, plus a window.
 """
 
+TOKENS, SECONDS = "llamacpp:tokens_predicted_total", "llamacpp:tokens_predicted_seconds_total"
+
 
 def counter_delta(before, after, name):
     """How much a counter grew between two readings; None without both or after an engine restart."""
@@ -26,8 +28,8 @@ def counter_delta(before, after, name):
 def mean_token_ms(before, after):
     """Mean time per generated token of the requests that finished between two readings of the counters;
     None without tokens in between or across a restarted engine."""
-    tokens = counter_delta(before, after, "llamacpp:tokens_predicted_total")
-    seconds = counter_delta(before, after, "llamacpp:tokens_predicted_seconds_total")
+    tokens = counter_delta(before, after, TOKENS)
+    seconds = counter_delta(before, after, SECONDS)
     if not tokens or seconds is None:
         return None
     return seconds * 1000.0 / tokens
