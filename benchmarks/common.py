@@ -30,7 +30,7 @@ def log(message):
 
 def run(argv, **kwargs):
     log("$ " + " ".join(str(a) for a in argv))
-    return subprocess.run([str(a) for a in argv], check=True, cwd=REPO, **kwargs)
+    return subprocess.run([str(a) for a in argv], check=True, **dict({"cwd": REPO}, **kwargs))
 
 
 def lab(*args):
@@ -158,6 +158,11 @@ def lab_forwarded(vm_name, guest_port):
 def role_default(role, name):
     """A role's default (roles/ROLE/defaults/main.yml): the benchmarks build and run what the role pins."""
     return yaml.safe_load((REPO / "roles" / role / "defaults" / "main.yml").read_text(encoding="utf-8"))[name]
+
+
+def role_var(role, name):
+    """A role's variable (roles/ROLE/vars/main.yml), as written there."""
+    return yaml.safe_load((REPO / "roles" / role / "vars" / "main.yml").read_text(encoding="utf-8"))[name]
 
 
 def add_vm_options(parser, vms="VM"):

@@ -1,220 +1,211 @@
-"""Mainline llama-server vs ik_llama.cpp natively, default vs calibrated threads, against the copy bound.
+"""Mainline llama-server vs ik_llama.cpp natively, measured as users get them and like for like.
 
-For each model: the role's builds of both engines for this machine's class; a calibration as the
-role's `calibrate` entry point makes it (each engine's llama-bench over thread counts and ubatch,
-calibration_document and calibration_best from the collection); then each engine served by its
-llama-server with the role's default threads and with the calibrated ones, measured by streamed
-clients: 1 and 4 concurrent streams, each a 512-token prompt then 64 generated tokens, repeated and
-interleaved. Prefill tokens/s = prompt tokens of all streams / time to the last stream's first token;
-decode tokens/s = tokens after the first of all streams / time from the first first token to the last
-end. Beside them the STREAM-copy bound of the machine (the host agent's cpuinfer-copy-bandwidth over
-the weight bytes one token reads, check_gguf.py's bytes_per_token).
+For each model, each engine's role build for this machine's class: llama-bench (a 512-token prompt, 64
+generated, flash attention on, threads = cores) and the engine's own server under the role's flags (f16
+cache, 4 slots, threads = cores, the engine flags the role's unit adds: ik_llama.cpp's flash attention on;
+mainline's stays at its default, auto, which its CPU backend turns on), fed streamed requests of the same
+shape as clients send them: per round a run of requests one after another, then the same number in groups
+of 4 at once. Prefill tokens/s = prompt tokens / time to the first token (of the last stream, at 4 streams);
+decode tokens/s = tokens after the first / time from the first token to the last. served / bench says what
+the service loses of what the bench shows; max / median over single requests says whether a server slows
+down as it serves (a KV cache that grows across slots).
+
+ik_llama.cpp's correctness beside its speed: our flash-attention check (cpuinfer-fa-check, built with every
+ik build), the mean token log-likelihood of a fixed text with four sequences in every batch with flash
+attention on and off (its perplexity tool), and a storm of concurrent streamed requests of which one in
+eight is longer than a slot's context (refused with a 4xx, the server still up after).
 """
 
 import hashlib
-import itertools
 import json
-import random
+import socket
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "agent"),
                 str(Path(__file__).resolve().parents[1] / ".build" / "collections")]
 
-from cpuinfer_agent import copy_bandwidth, stream_probe  # noqa: E402
-from ansible_collections.cpuinfer.llm.plugins.filter import engine_settings  # noqa: E402
-
+import engines_serving as serving  # noqa: E402
+from cpuinfer_agent import served_rate  # noqa: E402
 import machine  # noqa: E402
 import stats  # noqa: E402
-from common import REPO, add_force, environment, log, role_default, run, run_line, write_report  # noqa: E402
+from common import REPO, add_force, environment, log, role_var, run, run_line, write_report  # noqa: E402
 from engine_builds import controller_build_class, q8_model, role_build, role_install, this_machine_facts  # noqa: E402
 
 ENGINES = {"llama-server": "llama.cpp", "ik_llama.cpp": "ik_llama.cpp"}  # engine -> its build's source
-PROMPT_TOKENS = 512
-GENERATED = 64
-# A port of its own for each server started: one that just stopped leaves its clients' connections in
-# TIME_WAIT, and ik_llama.cpp's server cannot bind beside them (it then crashes on its way out).
-PORTS = itertools.count(18095)
-GOAL = {"prefill": 1.5, "decode": 1.1, "decode_of_bound": 0.8}
+GOAL = {"served_of_bench_vs_mainline": 0.9, "max_over_median": 1.3, "prefill": 1.3, "decode": 1.1, "streams": 1.0,
+        "likelihood": 0.005, "storm": 200}
+# ik's server under other options than the role's, on the variants model: what each did to served speed
+VARIANTS = {"flash attention off (the role before our fix)": ["--flash-attn", "off"],
+            "prompt cache in RAM off": ["--cache-ram", "0"], "1 slot": ["--parallel", "1"],
+            "defragment above 10 %": ["--defrag-thold", "0.1"]}
 
 
-def prompt_ids(stream, trial):
-    """512 token ids past the specials and byte tokens, different for each stream and trial (no prompt cache)."""
-    rng = random.Random(1000 * trial + stream)
-    return [rng.randrange(300, 8000) for dummy_index in range(PROMPT_TOKENS)]
+def free_port():
+    """A port of its own for each server started, one the kernel has no connection on: a server that just
+    stopped leaves its clients' connections in TIME_WAIT, and ik_llama.cpp's server cannot bind beside them."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
-def trial(port, clients, index):
-    barrier = threading.Barrier(clients)
-    streams = [None] * clients
-
-    def one(stream):
-        barrier.wait()
-        streams[stream] = stream_probe.token_arrivals(port, {
-            "prompt": prompt_ids(stream, index), "max_tokens": GENERATED, "stream": True, "temperature": 0,
-            "ignore_eos": True, "cache_prompt": False}, timeout=1800)
-    workers = [threading.Thread(target=one, args=(s,)) for s in range(clients)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    start = min(s[0] for s in streams)
-    firsts = [s[1][0] for s in streams if s[1]]
-    decoded = sum(max(len(s[1]) - 1, 0) for s in streams)
-    return {"prefill": round(clients * PROMPT_TOKENS / (max(firsts) - start), 2),
-            "decode": round(decoded / (max(s[2] for s in streams) - min(firsts)), 2),
-            "tokens": [len(s[1]) for s in streams]}
+def engine_flags(engine):
+    """The flags the role's unit adds for the engine (roles/llama_server/vars/main.yml)."""
+    return role_var("llama_server", "__llama_server_engine_flags").get(engine, [])
 
 
-def wait_ready(process, port, seconds=600):
-    import urllib.error
-    import urllib.request
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit("bench: the server exited (%s)" % process.returncode)
-        try:
-            with urllib.request.urlopen("http://127.0.0.1:%d/health" % port, timeout=5) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.5)
-    raise SystemExit("bench: no /health from the server in %d s" % seconds)
+def summary(values):
+    """median, range and max / median of one rate."""
+    spread = stats.spread(values)
+    spread["max_over_median"] = round(spread["max"] / spread["median"], 2)
+    return spread
 
 
-def server_argv(engine, directory, model, config, port):
-    """The server as the role's unit starts it (the flags that matter for speed)."""
-    argv = [directory / "engine" / "llama-server", "--model", model, "--host", "127.0.0.1", "--port", port,
-            "--threads", config["threads"], "--threads-batch", config["threads_batch"], "--parallel", 4,
-            "--ctx-size", 4 * (PROMPT_TOKENS + GENERATED + 64), "--metrics"]
-    if config.get("n_ubatch"):
-        argv += ["--ubatch-size", config["n_ubatch"]]
-    return [str(a) for a in argv + (["--webui", "none", "--no-flash-attn"] if engine == "ik_llama.cpp" else ["--no-webui"])]
-
-
-def serve_and_measure(engine, directory, model, config, rounds, log):
-    port = next(PORTS)
+def serve(engine, build, model, cores, rounds, requests, extra=()):
+    port = free_port()
+    argv = serving.server_argv(ENGINES[engine], build, model, cores, port, list(engine_flags(engine)) + list(extra))
     # ik_llama.cpp's server writes llama.log into its working directory
-    process = subprocess.Popen(server_argv(engine, directory, model, config, port), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, cwd=model.parent)
-    try:
-        wait_ready(process, port)
-        trial(port, 1, -1)  # warm-up: pages of the model in, threads spun up
-        results = {"1": [], "4": []}
-        for round_ in range(rounds):
-            for clients in (1, 4):
-                results[str(clients)].append(trial(port, clients, round_ * 10 + clients))
-                log("%s %s %s: %d streams %s" % (engine, model.name, config["label"], clients, results[str(clients)][-1]))
-        return results
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
+    with served_rate.Server(argv, port, model.parent):
+        served_rate.completion(port, -1, serving.PROMPT_TOKENS, serving.GENERATED)  # warm-up: the model's pages in
+        measured = served_rate.served(port, rounds, requests, serving.SLOTS, serving.PROMPT_TOKENS, serving.GENERATED)
+    log("%s %s %s: %s" % (engine, model.name, " ".join(extra) or "role flags",
+                          {c: [m["decode"] for m in ms] for c, ms in measured.items()}))
+    return {"argv": " ".join(argv[1:]),
+            **{streams: {rate: summary([m[rate] for m in ms]) for rate in ("prefill", "decode")}
+               for streams, ms in measured.items()}}
 
 
-def calibrate(engine, directory, model, cores, repetitions, run):
-    argv = engine_settings.llama_bench_argv(directory / "engine" / "llama-bench", model, cores, ENGINES[engine], repetitions,
-                                            role_default("llama_server", "llama_server_calibration_ubatch"))
-    out = run(argv, stdout=subprocess.PIPE, text=True).stdout
-    return {"item": [{}, ENGINES[engine]], "stdout": out}
+def checks(build, model, cores, storm_requests):
+    """ik_llama.cpp's correctness on one model: likelihoods with flash attention on and off, the storm."""
+    text = REPO / ".build" / "models" / "likelihood.txt"
+    text.write_text("\n\n".join(p.read_text() for p in sorted((REPO / "docs").glob("*.md"))))
+    on, off = (serving.mean_log_likelihood(build, model, text, cores, flash, run) for flash in (True, False))
+    port = free_port()
+    argv = serving.server_argv("ik_llama.cpp", build, model, cores, port, engine_flags("ik_llama.cpp"))
+    with served_rate.Server(argv, port, model.parent) as server:
+        storm = serving.storm(port, storm_requests)
+        storm["server_alive_after"] = server.alive()
+    return {"likelihood": {"flash_on": round(on, 5), "flash_off": round(off, 5),
+                           "relative_difference": round(abs(on - off) / abs(off), 5)}, "storm": storm}
 
 
-def summarize(measured):
-    return {clients: {what: stats.spread([t[what] for t in trials]) for what in ("prefill", "decode")}
-            for clients, trials in measured.items()}
+def goals(result):
+    bench, served = result["bench"], result["served"]
+
+    def kept(engine, rate):  # served / bench at 1 stream
+        return served[engine]["1"][rate]["median"] / bench[engine][rate]
+
+    ik, main = served["ik_llama.cpp"], served["llama-server"]
+    found = {"served_of_bench": {e: {r: round(kept(e, r), 2) for r in ("prefill", "decode")} for e in ENGINES},
+             "ik_kept_vs_mainline": {r: round(kept("ik_llama.cpp", r) / kept("llama-server", r), 2) for r in ("prefill", "decode")},
+             "ik_max_over_median": max(ik["1"][r]["max_over_median"] for r in ("prefill", "decode")),
+             "ik_vs_mainline_1": {r: round(ik["1"][r]["median"] / main["1"][r]["median"], 2) for r in ("prefill", "decode")},
+             "ik_vs_mainline_4": {r: round(ik["4"][r]["median"] / main["4"][r]["median"], 2) for r in ("prefill", "decode")}}
+    found["met"] = {
+        "kept": min(found["ik_kept_vs_mainline"].values()) >= GOAL["served_of_bench_vs_mainline"],
+        "not_bimodal": found["ik_max_over_median"] <= GOAL["max_over_median"],
+        "faster_1": found["ik_vs_mainline_1"]["prefill"] >= GOAL["prefill"] and found["ik_vs_mainline_1"]["decode"] >= GOAL["decode"],
+        "no_loss_4": min(found["ik_vs_mainline_4"].values()) >= GOAL["streams"]}
+    if "checks" in result:
+        c = result["checks"]
+        found["met"]["likelihood"] = c["likelihood"]["relative_difference"] <= GOAL["likelihood"]
+        found["met"]["storm"] = (c["storm"]["server_alive_after"] and c["storm"]["health_after"] == 200
+                                 and c["storm"]["fitting_statuses"] == ["200"]
+                                 and all(s.startswith("4") for s in c["storm"]["too_long_statuses"]))
+    return found
 
 
-def goals(model_result, bound):
-    """The issue's goal on one model: the calibrated best configuration against mainline's default."""
-    base = model_result["serving"]["llama-server"]["default"]["1"]
-    best_engine = model_result["calibration"]["best"]["engine"]
-    best = model_result["serving"][best_engine]["calibrated"]["1"]
-    fastest = max((model_result["serving"][e][c]["1"]["decode"]["median"], e, c)
-                  for e in model_result["serving"] for c in model_result["serving"][e])
-    # decode far below what memory could feed is the CPU's arithmetic, not its memory
-    bound_note = "bandwidth-bound" if fastest[0] / bound >= 0.6 else "compute-bound (decode well below the copy bound)"
-    served = max((model_result["serving"][e][c]["1"]["decode"]["median"], e) for e in model_result["serving"]
-                 for c in model_result["serving"][e])[1]
-    return {"calibrated_engine": best_engine, "machine_is": bound_note, "served_fastest_engine": served,
-            "prefill_ratio": round(best["prefill"]["median"] / base["prefill"]["median"], 2),
-            "decode_ratio": round(best["decode"]["median"] / base["decode"]["median"], 2),
-            "best_decode_of_bound": round(fastest[0] / bound, 3), "best_decode_by": "%s %s" % fastest[1:]}
-
-
-def measure(models, builds, cores, rounds, repetitions, run, log):
-    bandwidth = copy_bandwidth.measure()
-    log("copy bandwidth %.1f GB/s" % (bandwidth["bytes_per_second"] / 1e9))
+def measure(models, builds, cores, args):
     results = {}
     for label, (path, meta) in models.items():
-        runs = [calibrate(engine, builds[source], path, cores, repetitions, run) for engine, source in ENGINES.items()]
-        document = engine_settings.calibration_document(runs, meta, bandwidth, "controller", "", {
-            source: {"key": builds[source].name} for source in ENGINES.values()})
-        serving = {}
+        result = {"model": path.name, "bytes": meta["bytes"], "bench": {}, "served": {}}
         for engine, source in ENGINES.items():
-            mine = [r for r in document["results"] if r["engine"] == engine]
-            best = engine_settings.calibration_best(mine)
-            configs = {"default": {"label": "default", "threads": cores, "threads_batch": cores},
-                       "calibrated": dict(best, label="calibrated")}
-            serving[engine] = {name: serve_and_measure(engine, builds[source], path, config, rounds, log)
-                               for name, config in configs.items()}
-            serving[engine] = {name: summarize(m) for name, m in serving[engine].items()}
-            serving[engine]["settings"] = {"default": configs["default"], "calibrated": best}
-        settings = {e: serving[e].pop("settings") for e in serving}
-        results[label] = {"model": path.name, "bytes": meta["bytes"], "bytes_per_token": meta["bytes_per_token"],
-                          "decode_bound_tokens_per_second": document["decode_bound_tokens_per_second"],
-                          "calibration": {"results": document["results"], "best": document["best"]},
-                          "settings": settings, "serving": serving}
-        results[label]["goal"] = goals(results[label], document["decode_bound_tokens_per_second"])
-    return bandwidth, results
+            result["bench"][engine] = serving.bench(builds[source], path, cores, source, args.repetitions, run)
+            result["served"][engine] = serve(engine, builds[source], path, cores, args.rounds, args.requests)
+        if label in args.checks:
+            result["checks"] = checks(builds["ik_llama.cpp"], path, cores, args.storm)
+        if label == args.variants_model:
+            result["variants"] = {name: serve("ik_llama.cpp", builds["ik_llama.cpp"], path, cores, 1, args.requests, flags)
+                                  for name, flags in VARIANTS.items()}
+        result["goal"] = goals(result)
+        results[label] = result
+    return results
+
+
+def _rate(cell):
+    return "%.1f (%.1f-%.1f)" % (cell["median"], cell["min"], cell["max"])
 
 
 def markdown(data):
     env = data["environment"]
-    lines = ["# Engines: mainline llama-server vs ik_llama.cpp, default vs calibrated threads", "",
-             run_line(env, "; natively, no VM"), "",
-             __doc__.split("\n\n", 1)[1].strip(), "",
-             "Builds: %s. Copy bandwidth (STREAM Copy, %d processes): %.1f GB/s. %d rounds; median (min-max)." % (
-                 ", ".join("`%s`" % key for key in data["builds"].values()), data["bandwidth"]["processes"],
-                 data["bandwidth"]["bytes_per_second"] / 1e9, data["rounds"]), ""]
+    lines = ["# Engines: mainline llama-server vs ik_llama.cpp, bench and served", "",
+             run_line(env, "; natively, no VM"), "", __doc__.split("\n\n", 1)[1].strip(), "",
+             "Builds: %s; threads %d; %d rounds x %d requests; median (min-max)." % (
+                 ", ".join("`%s`" % key for key in data["builds"].values()), data["cores"], data["rounds"],
+                 data["requests"]), "",
+             "Our flash-attention check (`cpuinfer-fa-check %d`, exit %d):" % (data["cores"], data["fa_check"]["returncode"]),
+             "", "```", *data["fa_check"]["lines"], "```", ""]
     for label, result in data["models"].items():
-        lines += ["## %s (`%s`, %.0f MB, %.1f MB read per token: decode bound %.1f tokens/s)" % (
-            label, result["model"], result["bytes"] / 1e6, result["bytes_per_token"] / 1e6,
-            result["decode_bound_tokens_per_second"]), "",
-            "| engine | threads | streams | prefill tok/s | decode tok/s | decode / bound |", "|---|---|---|---|---|---|"]
-        for engine, configs in result["serving"].items():
-            for name, by_clients in configs.items():
-                s = result["settings"][engine][name]
-                for clients, rates in by_clients.items():
-                    lines.append("| %s | %s (-t %s -tb %s%s) | %s | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) | %.2f |" % (
-                        engine, name, s["threads"], s["threads_batch"],
-                        " -ub %s" % s["n_ubatch"] if s.get("n_ubatch") else "", clients,
-                        rates["prefill"]["median"], rates["prefill"]["min"], rates["prefill"]["max"],
-                        rates["decode"]["median"], rates["decode"]["min"], rates["decode"]["max"],
-                        rates["decode"]["median"] / result["decode_bound_tokens_per_second"]))
-        best = result["calibration"]["best"]
+        lines += ["## %s (`%s`, %.0f MB)" % (label, result["model"], result["bytes"] / 1e6), "",
+                  "| engine | bench prefill | bench decode | streams | served prefill | served decode | max/median |",
+                  "|---|---|---|---|---|---|---|"]
+        for engine in ENGINES:
+            bench = result["bench"][engine]
+            for streams in ("1", "4"):
+                cell = result["served"][engine][streams]
+                lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+                    engine, bench["prefill"], bench["decode"], streams, _rate(cell["prefill"]), _rate(cell["decode"]),
+                    "%.2f / %.2f" % (cell["prefill"]["max_over_median"], cell["decode"]["max_over_median"])))
+        lines += ["", "Flags: " + "; ".join("%s llama-bench `%s`, served `%s`" % (
+            e, result["bench"][e]["argv"], result["served"][e]["argv"]) for e in ENGINES), ""]
         goal = result["goal"]
-        lines += ["", "Calibration (llama-bench, %d configurations): fastest %s with -t %d -tb %d -ub %d "
-                  "(decode %.1f, prompt %.1f tokens/s)." % (
-                      len(result["calibration"]["results"]), best["engine"], best["threads"], best["threads_batch"],
-                      best["n_ubatch"], best["decode_tokens_per_second"], best["prompt_tokens_per_second"]), "",
-                  "Goal (calibrated best vs mainline default, 1 stream): prefill %.2fx (goal >= %.1fx: %s), decode %.2fx "
-                  "(goal >= %.1fx: %s); the fastest decode (%s) reaches %.2f of the copy bound: on this model the "
-                  "machine is %s. llama-bench's favourite, %s, %s when served (1 stream, decode: %s was fastest)." % (
-                      goal["prefill_ratio"], GOAL["prefill"], "met" if goal["prefill_ratio"] >= GOAL["prefill"] else "NOT met",
-                      goal["decode_ratio"], GOAL["decode"], "met" if goal["decode_ratio"] >= GOAL["decode"] else "NOT met",
-                      goal["best_decode_by"], goal["best_decode_of_bound"], goal["machine_is"], goal["calibrated_engine"],
-                      "held" if goal["served_fastest_engine"] == goal["calibrated_engine"] else "did NOT hold",
-                      goal["served_fastest_engine"]), ""]
+        lines += ["served / bench at 1 stream (prefill, decode): %s; ik's over mainline's %.2f, %.2f (goal >= %.1f: %s). "
+                  "ik's max / median over single requests %.2f (goal <= %.1f: %s). ik served vs mainline served: 1 stream "
+                  "prefill %.2fx, decode %.2fx (goal >= %.1fx, %.1fx: %s); 4 streams %.2fx, %.2fx (goal >= %.1fx: %s)." % (
+                      ", ".join("%s %.2f, %.2f" % (e, v["prefill"], v["decode"]) for e, v in goal["served_of_bench"].items()),
+                      goal["ik_kept_vs_mainline"]["prefill"], goal["ik_kept_vs_mainline"]["decode"],
+                      GOAL["served_of_bench_vs_mainline"], _met(goal, "kept"), goal["ik_max_over_median"],
+                      GOAL["max_over_median"], _met(goal, "not_bimodal"), goal["ik_vs_mainline_1"]["prefill"],
+                      goal["ik_vs_mainline_1"]["decode"], GOAL["prefill"], GOAL["decode"], _met(goal, "faster_1"),
+                      goal["ik_vs_mainline_4"]["prefill"], goal["ik_vs_mainline_4"]["decode"], GOAL["streams"],
+                      _met(goal, "no_loss_4")), ""]
+        if "checks" in result:
+            like, storm = result["checks"]["likelihood"], result["checks"]["storm"]
+            lines += ["ik correctness: mean token log-likelihood flash attention on %.4f, off %.4f: %.3f %% apart (goal <= "
+                      "%.1f %%: %s). Storm: %d requests from 4 clients at once, %d longer than a slot: those answered %s, "
+                      "the others %s (%d of %d completed); /health after: %s, server process %s (%s)." % (
+                          like["flash_on"], like["flash_off"], 100 * like["relative_difference"], 100 * GOAL["likelihood"],
+                          _met(goal, "likelihood"), storm["requests"], storm["too_long"], "/".join(storm["too_long_statuses"]),
+                          "/".join(storm["fitting_statuses"]), storm["fitting_ok"], storm["requests"] - storm["too_long"],
+                          storm["health_after"], "alive" if storm["server_alive_after"] else "DEAD", _met(goal, "storm")), ""]
+        if "variants" in result:
+            lines += ["ik_llama.cpp's server under other options (1 round; everything else as above):", "",
+                      "| options | 1-stream prefill | 1-stream decode | max/median | 4-stream prefill | 4-stream decode |",
+                      "|---|---|---|---|---|---|"]
+            rows = [("role flags `%s`" % " ".join(engine_flags("ik_llama.cpp")), result["served"]["ik_llama.cpp"])]
+            rows += [("%s `%s`" % (name, " ".join(VARIANTS[name])), cell) for name, cell in result["variants"].items()]
+            for name, cell in rows:
+                lines.append("| %s | %s | %s | %.2f / %.2f | %s | %s |" % (
+                    name, _rate(cell["1"]["prefill"]), _rate(cell["1"]["decode"]), cell["1"]["prefill"]["max_over_median"],
+                    cell["1"]["decode"]["max_over_median"], _rate(cell["4"]["prefill"]), _rate(cell["4"]["decode"])))
+            lines.append("")
     return "\n".join(lines)
+
+
+def _met(goal, name):
+    return "met" if goal["met"].get(name) else "NOT met"
 
 
 def add_arguments(parser):
     parser.add_argument("--models", nargs="+", default=["llama-250m:Q8_0", "deepseek2-lite-bench:Q8_0", "deepseek2-lite-bench:Q4_K_M"])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--repetitions", type=int, default=3, help="llama-bench repetitions in the calibration")
+    parser.add_argument("--requests", type=int, default=8, help="requests per round, at each stream count")
+    parser.add_argument("--repetitions", type=int, default=3, help="llama-bench repetitions")
+    parser.add_argument("--checks", nargs="*", default=["llama-250m Q8_0", "deepseek2-lite-bench Q8_0"],
+                        help="models (as 'NAME KIND') on which ik's correctness is checked")
+    parser.add_argument("--storm", type=int, default=GOAL["storm"], help="requests in the storm")
+    parser.add_argument("--variants-model", default="deepseek2-lite-bench Q8_0")
     add_force(parser)
 
 
@@ -223,6 +214,7 @@ def main(args):
     build_class, cmake_args = controller_build_class()
     python, mainline, dummy_build = role_install(build_class, cmake_args)
     ik = Path(role_build(build_class, cmake_args, "ik_llama.cpp")["archive"][:-len(".tar.gz")])
+    cores = len(this_machine_facts()["cpuinfer"]["core_cpus"])
     models = {}
     for spec in args.models:
         name, kind = spec.split(":")
@@ -231,9 +223,8 @@ def main(args):
         meta = json.loads(run([sys.executable, REPO / "roles" / "llama_server" / "files" / "check_gguf.py", path, digest],
                               stdout=subprocess.PIPE, text=True).stdout)
         models["%s %s" % (name, kind)] = (path, meta)
-    cores = len(this_machine_facts()["cpuinfer"]["core_cpus"])
-    bandwidth, results = measure(models, {"llama.cpp": mainline, "ik_llama.cpp": ik}, cores, args.rounds,
-                                 args.repetitions, run, log)
     data = {"environment": environment(), "machine_check": problems, "cores": cores, "rounds": args.rounds,
-            "builds": {"llama.cpp": mainline.name, "ik_llama.cpp": ik.name}, "bandwidth": bandwidth, "models": results}
+            "requests": args.requests, "builds": {"llama.cpp": mainline.name, "ik_llama.cpp": ik.name},
+            "fa_check": serving.fa_check(ik, cores), "goal": GOAL}
+    data["models"] = measure(models, {"llama.cpp": mainline, "ik_llama.cpp": ik}, cores, args)
     write_report("engines", data, markdown(data))

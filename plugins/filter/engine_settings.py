@@ -11,10 +11,12 @@ __metaclass__ = type
 import json
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.cpuinfer.llm.plugins.filter.served_calibration import (DEFAULT_ENGINE, SOURCE_ENGINE, served_best,
+                                                                                 served_engine, served_results)
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import parse_cpulist
 
 # The settings whose origin an instance reports (settings_from): given, calibration or derived; the
-# engine given or the default (a calibration never sets it).
+# engine given, the default, or (engine auto) the calibration's served winner.
 CALIBRATED_KEYS = ("engine", "threads", "threads_batch", "n_ubatch")
 
 
@@ -45,17 +47,26 @@ def _whole(value, what, problems):
     return number
 
 
+def resolve_engine(instance, calibrations):
+    """An instance's engine auto as the engine its model's calibration on its class served fastest
+    (calibrations: model sha256 -> calibration document), the default engine where none was served."""
+    if instance.get("engine") == "auto":
+        instance["engine"] = served_engine((calibrations or {}).get(instance.get("model_sha256"))) or DEFAULT_ENGINE
+
+
 def engine_settings(instance, given, cores, calibrations, problems):
     """Sets instance's threads, threads_batch, n_ubatch and settings_from (where each, and the engine, came
     from): the instance's own value (0: none), else its model's calibration on its class for its engine
-    (calibrations: model sha256 -> results; threads no more than its cores), else derived (threads = its
-    cores, batch threads = threads, the engine's ubatch)."""
+    (calibrations: model sha256 -> calibration document; threads no more than its cores), else derived
+    (threads = its cores, batch threads = threads, the engine's ubatch)."""
     name = instance.get("name", "?")
+    document = (calibrations or {}).get(instance.get("model_sha256")) or {}
     origin = {"engine": "given" if "engine" in given else "default"}
-    # The engine stays the instance's: llama-bench measures one sequence, and its ranking of the engines did
-    # not hold for served streams (docs/benchmarks/engines.md: ik_llama.cpp first in llama-bench, slower
-    # served). The calibration file names its favourite; switching is the operator's call.
-    results = [r for r in (calibrations or {}).get(instance.get("model_sha256")) or [] if r.get("engine") == instance["engine"]]
+    if given.get("engine") == "auto":
+        origin["engine"] = "calibration" if served_engine(document) else "default"
+    # A named engine stays the instance's whatever a calibration measured; engine auto takes the served
+    # winner (resolve_engine), never llama-bench's favourite.
+    results = [r for r in document.get("results") or [] if r.get("engine") == instance["engine"]]
     best = calibration_best(results) if results else {}
     values = {}
     for key in ("threads", "threads_batch", "n_ubatch"):
@@ -123,11 +134,11 @@ def calibration_grid(cores):
 
 def llama_bench_argv(binary, model, cores, source, repetitions, ubatch):
     """A calibration's llama-bench of one engine source: a prompt of 512 tokens and 64 generated (the
-    served runs' shape), JSON, over calibration_grid(cores) threads and the ubatch sizes; ik_llama.cpp
-    without flash attention, as its units run it."""
+    served runs' shape), JSON, over calibration_grid(cores) threads and the ubatch sizes, flash attention
+    on, as both engines' units run."""
     argv = [str(binary), "-m", str(model), "-p", "512", "-n", "64", "-r", str(int(repetitions)), "-o", "json",
             "-t", ",".join(str(t) for t in calibration_grid(cores)), "-ub", ",".join(str(int(u)) for u in ubatch)]
-    return argv + (["-fa", "0"] if source == "ik_llama.cpp" else [])
+    return argv + ["-fa", "1"]
 
 
 def measured_under(command, measure_argv, allowed_cpus=""):
@@ -143,15 +154,14 @@ def bench_json(text):
     return json.loads("\n".join(line for line in text.splitlines() if line[:1] in ("[", "]", "{", "}", " ", "\t")))
 
 
-# The engine each source's llama-bench measures for serving.
-SOURCE_ENGINE = {"llama.cpp": "llama-server", "ik_llama.cpp": "ik_llama.cpp"}
 
 
-def calibration_document(runs, model, bandwidth, host, date, builds):
+def calibration_document(runs, model, bandwidth, host, date, builds, served_runs=None):
     """The file a calibration keeps for one class and model: where and when it ran (host, date, the key
     of each build: builds is source -> build report), every result (runs: the registered llama-bench runs,
-    item [instance, source] and llama-bench's JSON as stdout), the fastest configuration, and each
-    result's decode against the bound the host's copy bandwidth puts on it."""
+    item [instance, source] and llama-bench's JSON as stdout), the fastest configuration, each result's
+    decode against the bound the host's copy bandwidth puts on it, and each engine served (served_runs:
+    the registered cpuinfer-served-rate runs) with the served winner."""
     results = []
     try:
         for run in runs:
@@ -159,6 +169,7 @@ def calibration_document(runs, model, bandwidth, host, date, builds):
         per_token = int(model.get("bytes_per_token") or model["bytes"])
         bound = float(bandwidth["bytes_per_second"]) / per_token
         keys = {source: build["key"] for source, build in builds.items()}
+        served = served_results(served_runs or [])
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise AnsibleFilterError("calibration_document: %s" % exc)
     for row in results:
@@ -166,7 +177,8 @@ def calibration_document(runs, model, bandwidth, host, date, builds):
     return {"host": host, "date": date, "builds": keys, "model_sha256": model["sha256"],
             "bytes_per_token": per_token, "copy_bytes_per_second": bandwidth["bytes_per_second"],
             "decode_bound_tokens_per_second": round(bound, 2), "results": results,
-            "best": calibration_best(results) if results else None}
+            "best": calibration_best(results) if results else None,
+            "served": served, "served_best": served_best(served)}
 
 
 class FilterModule:

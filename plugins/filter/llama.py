@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.cpuinfer.llm.plugins.filter.cpus import inference_threads, whole_number
-from ansible_collections.cpuinfer.llm.plugins.filter.engine_settings import engine_settings, numa_mode
+from ansible_collections.cpuinfer.llm.plugins.filter.engine_settings import engine_settings, numa_mode, resolve_engine
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import parse_cpulist
 from ansible_collections.cpuinfer.llm.plugins.module_utils._sizes import SizeError, UNLIMITED, format_size, parse_size
 
@@ -67,22 +67,21 @@ def extra_args_problems(name, args, flags, engine="llama-server"):
     return problems
 
 
-# ik_llama.cpp 0.1.5's flash attention aborts (GGML_ASSERT(S > 0) in iqk_fa_templates.h) or crashes as soon
-# as two sequences share a batch: the units run it without, and what needs it is refused.
-IK_NEEDS_FLASH_ATTENTION = ("q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+# V cache types that need flash attention (llama.cpp and ik_llama.cpp alike); both units run with it on.
+NEEDS_FLASH_ATTENTION = ("q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+FLASH_ATTENTION_OFF = (("--flash-attn", "off"), ("--flash-attn", "0"), ("-fa", "off"), ("-fa", "0"))
 
 
-def _ik_problems(instance):
-    if instance["engine"] != "ik_llama.cpp":
-        return []
-    name, found = instance.get("name", "?"), []
-    if any(str(word).split("=", 1)[0] in ("--flash-attn", "-fa") for word in instance.get("extra_args") or []):
-        found.append("instance %s: ik_llama.cpp runs without flash attention here (its 0.1.5 kernels abort once two "
-                     "sequences share a batch); leave --flash-attn out" % name)
-    if instance.get("cache_type_v") in IK_NEEDS_FLASH_ATTENTION:
-        found.append("instance %s: a quantised V cache (%s) needs flash attention, which ik_llama.cpp runs without "
-                     "here; use f16, bf16 or f32" % (name, instance["cache_type_v"]))
-    return found
+def _flash_attention_problems(instance):
+    """A quantised V cache in an instance whose extra_args turn flash attention off: the engine would refuse
+    to start, so the role refuses first."""
+    args = [str(word) for word in instance.get("extra_args") or []]
+    pairs = list(zip(args, args[1:] + [""])) + [tuple(word.split("=", 1)) for word in args if "=" in word]
+    if instance.get("cache_type_v") in NEEDS_FLASH_ATTENTION and (
+            "--no-flash-attn" in args or "-no-fa" in args or any(pair in FLASH_ATTENTION_OFF for pair in pairs)):
+        return ["instance %s: a quantised V cache (%s) needs flash attention, which its extra_args turn off" % (
+            instance.get("name", "?"), instance["cache_type_v"])]
+    return []
 
 
 def _size_or_none(value):
@@ -162,7 +161,7 @@ def llama_instances(instances, defaults, allowed_cpus, core_cpus, models, extra_
                     calibrations=None):
     """{'instances': [...], 'problems': [...]}: each instance with the role's defaults, the unit's CPUs,
     its engine, threads and ubatch (given, else its model's calibration on this class - calibrations:
-    model sha256 -> results - else derived), its --numa mode (given, else from its placement) and its
+    model sha256 -> calibration document, whose served winner engine auto takes - else derived), its --numa mode (given, else from its placement) and its
     memory limits (derived from models[name], check_gguf.py's metadata, where not given), an instance
     with placement per_node or per_l3 copied once per NUMA node or L3 domain of cpu_plan; problems lists
     every request the role must refuse, all at once."""
@@ -187,6 +186,7 @@ def llama_instances(instances, defaults, allowed_cpus, core_cpus, models, extra_
             cores = inference_threads(core_cpus, instance["allowed_cpus"], instance.get("cpu_quota") or 0)
             if not instance.get("numa"):
                 instance["numa"] = numa_mode(instance["allowed_cpus"], name != instance["base_name"], numa_nodes)
+        resolve_engine(instance, calibrations)
         if instance["engine"] not in ENGINE_SOURCE:
             problems.append("instance %s: engine %r is not one of %s" % (name, instance["engine"], ", ".join(sorted(ENGINE_SOURCE))))
             continue
@@ -202,7 +202,7 @@ def llama_instances(instances, defaults, allowed_cpus, core_cpus, models, extra_
         if instance.get("extra_args") and not instance["http_server"]:
             problems.append("instance %s: extra_args are llama.cpp server flags; engine %s takes none" % (name, instance["engine"]))
         problems += extra_args_problems(name, instance.get("extra_args"), extra_flags, instance["engine"])
-        problems += _ik_problems(instance)
+        problems += _flash_attention_problems(instance)
         instance["memory_high"], instance["memory_max"] = _memory(instance, (models or {}).get(instance["base_name"]), problems)
         instance["ctx_total"] = int(instance["n_ctx"]) * int(instance["parallel"])
         result.append(instance)

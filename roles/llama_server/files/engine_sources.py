@@ -11,7 +11,18 @@ Host classes are described in mainline's CMake options (host_facts); class_args 
 tree's own terms, or refuses an option the tree lacks.
 """
 
+import hashlib
 import os
+
+import ik_tree_fixes
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _ours(relative):
+    with open(os.path.join(_HERE, relative), encoding="utf-8") as handle:
+        return handle.read()
+
 
 # llama.cpp's tree as the engine needs it: shared libraries, no tests, nothing fetched at build time
 # (the prebuilt web UI comes from a download), no TLS in the server (a proxy in front terminates it),
@@ -25,12 +36,17 @@ SOURCES = {
         "cmake_args": _COMMON + ["-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_APP=OFF",
                                  "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_OPENSSL=OFF"],
         "wheel": True,
+        "targets": ("llama-server", "llama-bench"),
     },
     "ik_llama.cpp": {
         "package": "ik-llama-cpp-python", "sdist": "ik_llama_cpp_python", "vendor": "ik_llama.cpp", "key_prefix": "ik-",
-        # its server and llama-bench are examples: configured, and only those two targets built
+        # its server and tools are examples: configured, and only its targets (below) built
         "cmake_args": _COMMON + ["-DLLAMA_BUILD_EXAMPLES=ON", "-DGGML_CCACHE=OFF"],
         "wheel": False,
+        # besides the server and the bench: the perplexity tool (likelihoods of a text with several
+        # sequences in one batch, flash attention on and off) and our flash-attention check
+        "targets": ("llama-server", "llama-bench", "llama-perplexity", "cpuinfer-fa-check"),
+        "fixes": ik_tree_fixes,
         # the sdist lacks the script its build runs to write common/build-info.cpp; this one fills the
         # template from cmake/build-info.cmake (no Git in an unpacked sdist: commit "unknown")
         "missing_files": {
@@ -38,16 +54,26 @@ SOURCES = {
                 'include("${CMAKE_CURRENT_SOURCE_DIR}/cmake/build-info.cmake")\n'
                 'configure_file("${CMAKE_CURRENT_SOURCE_DIR}/common/build-info.cpp.in"'
                 ' "${CMAKE_CURRENT_SOURCE_DIR}/common/build-info.cpp")\n',
+            "examples/cpuinfer-fa-check/CMakeLists.txt":
+                "set(TARGET cpuinfer-fa-check)\n"
+                "add_executable(${TARGET} fa-check.cpp)\n"
+                "target_link_libraries(${TARGET} PRIVATE ggml ${CMAKE_THREAD_LIBS_INIT})\n"
+                "target_compile_features(${TARGET} PRIVATE cxx_std_17)\n",
+            "examples/cpuinfer-fa-check/fa-check.cpp": _ours("fa_check/fa-check.cpp"),
         },
     },
 }
-# What every build holds in engine/ besides the shared libraries: the server the units run and the
-# bench tool calibration runs.
-TARGETS = ("llama-server", "llama-bench")
+
+
+def targets(source):
+    """What a build of source holds in engine/ besides the shared libraries: the server the units run,
+    the bench tool calibration runs, and the source's own checks."""
+    return SOURCES[source]["targets"]
 
 
 def complete(source, tree):
-    """Writes the files the source's sdist lacks into its unpacked tree (the sdist's top directory)."""
+    """Writes the files the source's sdist lacks into its unpacked tree (the sdist's top directory) and
+    applies our fixes of it."""
     vendor = os.path.join(tree, "vendor", SOURCES[source]["vendor"])
     for relative, text in SOURCES[source].get("missing_files", {}).items():
         path = os.path.join(vendor, relative)
@@ -55,6 +81,17 @@ def complete(source, tree):
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write(text)
+    if "fixes" in SOURCES[source]:
+        SOURCES[source]["fixes"].apply(vendor)
+
+
+def changes_digest(source):
+    """What we add to and change in the source's tree, for its build key ("" where nothing)."""
+    spec = SOURCES[source]
+    if "fixes" not in spec:
+        return ""
+    material = [spec["fixes"].fixes_digest(), repr(sorted(spec.get("missing_files", {}).items())), repr(spec["targets"])]
+    return hashlib.sha256("\n".join(material).encode()).hexdigest()[:12]
 
 
 class UnsupportedOption(ValueError):

@@ -60,7 +60,7 @@ def cache_key(args):
     material = [args.version, args.build_class, args.distribution, args.release, args.machine, args.python_version,
                 pins, "builder %d" % BUILDER_VERSION] + sorted(args.cmake_arg)
     if args.engine != "llama.cpp":  # mainline's keys stay what they were
-        material.append("source " + args.engine)
+        material += ["source " + args.engine, "changes " + engine_sources.changes_digest(args.engine)]
     digest = hashlib.sha256("\n".join(material).encode()).hexdigest()[:12]
     prefix = engine_sources.SOURCES[args.engine]["key_prefix"]
     return "%s%s-%s-%s-%s" % (prefix, args.version, args.build_class, args.release, digest)
@@ -130,11 +130,11 @@ def fetch_source(cache, engine, version, log):
     return sdist
 
 
-def collect_engine(binaries, engine):
-    """llama-server, llama-bench and the shared libraries of a finished build, into engine/."""
+def collect_engine(source, binaries, engine):
+    """The source's targets (engine_sources.targets) and the shared libraries of a finished build, into engine/."""
     os.makedirs(engine)
     for name in sorted(os.listdir(binaries)):
-        if name in engine_sources.TARGETS or ".so" in name:
+        if name in engine_sources.targets(source) or ".so" in name:
             # symlinks stay links (libllama.so -> libllama.so.0 ...): the loader needs each name once
             path = os.path.join(binaries, name)
             if os.path.islink(path):
@@ -145,7 +145,7 @@ def collect_engine(binaries, engine):
 
 def compile_steps(engine, source, build_dir, class_args, toolchain_args):
     return [engine_configure_argv(engine, source, build_dir, list(class_args) + list(toolchain_args)),
-            ["cmake", "--build", build_dir, "--target", *engine_sources.TARGETS, "--parallel", str(os.cpu_count() or 1)]]
+            ["cmake", "--build", build_dir, "--target", *engine_sources.targets(engine), "--parallel", str(os.cpu_count() or 1)]]
 
 
 def build_engine_here(engine, source, work, class_args, log, env):
@@ -153,7 +153,7 @@ def build_engine_here(engine, source, work, class_args, log, env):
     build_dir = os.path.join(work, "build")
     for step in compile_steps(engine, source, build_dir, class_args, []):
         _run(step, log, env)
-    collect_engine(os.path.join(build_dir, "bin"), os.path.join(work, "engine"))
+    collect_engine(engine, os.path.join(build_dir, "bin"), os.path.join(work, "engine"))
     shutil.rmtree(build_dir, ignore_errors=True)
 
 
@@ -169,7 +169,7 @@ def build_engine_in_root(tree, sdist, args, work, log, env):
         toolchain = build_root.cmake_toolchain_args(args.machine)
         for step in compile_steps(args.engine, source, workdir + "/build", args.cmake_arg, toolchain):
             build_root.run_in(tree, step, log, env, workdir)
-        collect_engine(os.path.join(inside, "build", "bin"), os.path.join(work, "engine"))
+        collect_engine(args.engine, os.path.join(inside, "build", "bin"), os.path.join(work, "engine"))
         return toolchain
     finally:
         shutil.rmtree(inside, ignore_errors=True)

@@ -72,7 +72,7 @@ def test_mainline_wins_where_the_fork_is_not_faster():
 
 
 def test_an_instance_takes_its_engines_calibration_unless_it_sets_its_own():
-    calibrations = {"a" * 64: MAINLINE + IK}
+    calibrations = {"a" * 64: {"results": MAINLINE + IK}}
     entry = {"name": "tiny", "model": "m.gguf", "model_sha256": "a" * 64, "port": 8081}
     (mainline,) = plan(entry, calibrations=calibrations)["instances"]
     # the engine stays the instance's (here the default) even where another engine measured faster
@@ -90,7 +90,7 @@ def test_an_instance_takes_its_engines_calibration_unless_it_sets_its_own():
 
 def test_calibrated_threads_above_the_instances_cores_are_not_taken():
     (instance,) = plan({"name": "tiny", "model": "m.gguf", "model_sha256": "a" * 64, "port": 8081,
-                        "engine": "ik_llama.cpp"}, calibrations={"a" * 64: IK}, allowed="0-1")["instances"]
+                        "engine": "ik_llama.cpp"}, calibrations={"a" * 64: {"results": IK}}, allowed="0-1")["instances"]
     assert (instance["threads"], instance["threads_batch"]) == (2, 2)
     assert instance["settings_from"]["threads"] == "derived"
 
@@ -187,25 +187,30 @@ def test_a_calibration_document_measures_decode_against_the_copy_bound():
                              "k1", "d", {})
 
 
-def test_what_needs_the_forks_flash_attention_is_refused():
-    """ik_llama.cpp 0.1.5's flash attention aborts once two sequences share a batch: its units run without."""
-    flags = dict(FLAGS, **{"ik_llama.cpp": FLAGS["ik_llama.cpp"] + ["--flash-attn"]})
-    problems = llama_instances([{"name": "ik", "model": "m.gguf", "port": 1, "engine": "ik_llama.cpp",
-                                 "extra_args": ["--flash-attn", "on"], "cache_type_v": "q8_0"}],
-                               DEFAULTS, "0-7", CORES, {"ik": TINY}, flags)["problems"]
-    assert any("leave --flash-attn out" in p for p in problems), problems
-    assert any("a quantised V cache (q8_0) needs flash attention" in p for p in problems), problems
-    fine = llama_instances([{"name": "ik", "model": "m.gguf", "port": 1, "engine": "ik_llama.cpp", "cache_type_k": "q8_0"}],
-                           DEFAULTS, "0-7", CORES, {"ik": TINY}, flags)["problems"]
-    assert fine == []
+def test_a_quantised_v_cache_is_refused_only_where_flash_attention_is_turned_off():
+    """Both engines run with flash attention on (ik_llama.cpp since our fix of its kernels): a quantised V
+    cache is fine there, and refused where the instance's extra_args turn flash attention off."""
+    flags = {engine: listed + ["--flash-attn"] for engine, listed in FLAGS.items()}
+    for engine in ("ik_llama.cpp", "llama-server"):
+        for off in (["--flash-attn", "off"], ["--flash-attn=0"]):
+            problems = llama_instances([{"name": "kv", "model": "m.gguf", "port": 1, "engine": engine,
+                                         "extra_args": off, "cache_type_v": "q8_0"}],
+                                       DEFAULTS, "0-7", CORES, {"kv": TINY}, flags)["problems"]
+            assert problems == ["instance kv: a quantised V cache (q8_0) needs flash attention, which its extra_args "
+                                "turn off"], (engine, off, problems)
+        fine = llama_instances([{"name": "kv", "model": "m.gguf", "port": 1, "engine": engine, "cache_type_k": "q8_0",
+                                 "cache_type_v": "q8_0", "extra_args": ["--flash-attn", "on"]}],
+                               DEFAULTS, "0-7", CORES, {"kv": TINY}, flags)["problems"]
+        assert fine == [], (engine, fine)
 
 
 def test_a_calibrations_llama_bench_and_its_transient_unit():
     from ansible_collections.cpuinfer.llm.plugins.filter.engine_settings import llama_bench_argv, measured_under
     mainline = llama_bench_argv("/b/llama-bench", "/m.gguf", 4, "llama.cpp", 3, [128, 512])
+    # flash attention on for both engines, as both units run them
     assert mainline == ["/b/llama-bench", "-m", "/m.gguf", "-p", "512", "-n", "64", "-r", "3", "-o", "json",
-                        "-t", "1,2,3,4", "-ub", "128,512"]
-    assert llama_bench_argv("/b/llama-bench", "/m.gguf", 4, "ik_llama.cpp", 3, [128])[-2:] == ["-fa", "0"]
+                        "-t", "1,2,3,4", "-ub", "128,512", "-fa", "1"]
+    assert llama_bench_argv("/b/llama-bench", "/m.gguf", 4, "ik_llama.cpp", 3, [128])[-2:] == ["-fa", "1"]
     unit = ["systemd-run", "--wait"]
     assert measured_under(["/bin/x", 5], unit, "2-3") == ["systemd-run", "--wait", "-p", "AllowedCPUs=2-3", "--", "/bin/x", "5"]
     assert measured_under(["/bin/x"], unit, "") == ["systemd-run", "--wait", "--", "/bin/x"]

@@ -144,6 +144,7 @@ def test_both_trees_build_the_server_and_the_bench_tool_from_their_vendored_sour
         # the libraries beside the binaries: the fork leaves them in each component's directory otherwise
         assert "-DCMAKE_LIBRARY_OUTPUT_DIRECTORY=/b/bin" in configure
         assert build[3:6] == ["--target", "llama-server", "llama-bench"]
+        assert build[6:-2] == list(engine_sources.targets(source)[2:])
 
 
 def _record_hash(data):

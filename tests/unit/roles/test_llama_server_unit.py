@@ -3,10 +3,13 @@
 from pathlib import Path
 
 import pytest
+import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
-TEMPLATE = Path(__file__).resolve().parents[3] / "roles" / "llama_server" / "templates" / "llama-server.service.j2"
+ROLE = Path(__file__).resolve().parents[3] / "roles" / "llama_server"
+TEMPLATE = ROLE / "templates" / "llama-server.service.j2"
+ENGINE_FLAGS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["__llama_server_engine_flags"]
 INSTANCE = {"name": "x", "best_effort": False, "threads": 3, "threads_batch": 4, "parallel": 2, "n_ctx": 256,
             "ctx_total": 512, "n_batch": 0, "n_ubatch": 512, "cache_type_k": "f16", "cache_type_v": "f16",
             "load_mode": "mlock", "numa": "numactl", "chat_template": "", "embeddings": False, "extra_args": [],
@@ -18,7 +21,7 @@ VARIABLES = {"ansible_managed": "managed", "__llama_server_besteffort_slice": "b
              "llama_server_user": "u", "llama_server_api_key": "", "llama_server_model_dir": "/m",
              "__llama_server_build_dirs": {"ik_llama.cpp": "/opt/b/ik-key", "llama.cpp": "/opt/b/key"},
              "llama_server_bind_address": "127.0.0.1", "host_agent_current_bin": "/a/bin", "llama_server_stop_wait": 120,
-             "llama_server_allowed_clients": []}
+             "llama_server_allowed_clients": [], "__llama_server_engine_flags": ENGINE_FLAGS}
 
 
 def render(**instance):
@@ -37,7 +40,10 @@ def test_the_fork_runs_its_own_build_with_its_own_flags():
     assert command.startswith("/opt/b/ik-key/engine/llama-server ")
     assert "--threads 3 --threads-batch 4" in command and "--ubatch-size 512" in command
     assert " --mlock " in command and "--load-mode" not in command
-    assert command.endswith("-rtr --no-flash-attn --metrics --webui none")
+    # flash attention on (our fix of its kernels), before the instance's own flags, which may turn it off
+    assert command.endswith("--flash-attn on -rtr --metrics --webui none")
+    off = exec_start(render(engine="ik_llama.cpp", source="ik_llama.cpp", http_server=True, extra_args=["--flash-attn", "off"]))
+    assert off.endswith("--flash-attn on --flash-attn off --metrics --webui none")
 
 
 def test_mainline_keeps_its_flags():

@@ -1,0 +1,154 @@
+"""What an engine's own server serves, as clients get it: streamed completions of one shape (a prompt of
+PROMPT tokens, GENERATED generated), first one after another, then STREAMS at once. Standard library only.
+
+Usage: cpuinfer-served-rate [--requests N] [--streams S] [--prompt P] [--generated G] PORT -- SERVER ARGV...
+Starts SERVER ARGV (a llama.cpp-family server listening on 127.0.0.1:PORT, no API key), waits for its
+/health, warms it up with one request, measures, stops it. Run it under the CPUs the instance gets
+(systemd-run -p AllowedCPUs=...): the server inherits them.
+Prints JSON {"1": {"prefill", "decode"}, "S": {"prefill", "decode"}, "requests"}: medians in tokens/s.
+
+Prefill = prompt tokens / time to the first token (at S streams: of all streams, to the last first token);
+decode = tokens after the first / time from the first token to the last (at S streams: of all streams).
+Prompts are random token ids, different for every request, so no prompt cache helps; prompt caching stays
+at the engine's default, as clients leave it.
+"""
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+from cpuinfer_agent import stream_probe
+
+
+def health(port):
+    """/health's status, None when nothing answers."""
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/health" % port, timeout=5) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except (urllib.error.URLError, OSError):
+        return None
+
+
+class Server:
+    """A server process for the duration of a with block, ready (/health 200) when entered."""
+
+    def __init__(self, argv, port, cwd=None, ready_s=600):
+        self.argv, self.port, self.cwd, self.ready_s, self.process = [str(a) for a in argv], port, cwd, ready_s, None
+
+    def __enter__(self):
+        self.process = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.cwd)
+        deadline = time.monotonic() + self.ready_s
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise RuntimeError("the server exited with %s before it was ready" % self.process.returncode)
+            if health(self.port) == 200:
+                return self
+            time.sleep(0.5)
+        self.__exit__()
+        raise RuntimeError("no /health 200 from the server in %d s" % self.ready_s)
+
+    def alive(self):
+        return self.process.poll() is None
+
+    def __exit__(self, *exc):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def prompt_ids(seed, tokens):
+    """Token ids past the specials and byte tokens of common vocabularies, different for every seed (an int
+    seed would give -1 and 1 the same ids: a warm-up would fill the prompt cache for a measured request)."""
+    rng = random.Random("prompt %d" % seed)
+    return [rng.randrange(300, 8000) for dummy_index in range(tokens)]
+
+
+def completion(port, seed, prompt, generated):
+    """One streamed request: (started, [arrival of each token], finished)."""
+    return stream_probe.token_arrivals(port, {"prompt": prompt_ids(seed, prompt), "max_tokens": generated, "stream": True,
+                                              "temperature": 0, "ignore_eos": True}, timeout=1800)
+
+
+def rates(requests, prompt):
+    """Prefill and decode of requests started together (one or several), as the module says."""
+    start = min(started for started, arrivals, finished in requests)
+    firsts = [arrivals[0] for started, arrivals, finished in requests]
+    last = max(arrivals[-1] for started, arrivals, finished in requests)
+    decoded = sum(len(arrivals) - 1 for started, arrivals, finished in requests)
+    return {"prefill": round(len(requests) * prompt / (max(firsts) - start), 2),
+            "decode": round(decoded / (last - min(firsts)), 2) if last > min(firsts) else 0.0}
+
+
+def at_once(port, streams, seed, prompt, generated):
+    """streams requests started together: their rates."""
+    results = [None] * streams
+    barrier = threading.Barrier(streams)
+
+    def one(stream):
+        barrier.wait()
+        results[stream] = completion(port, seed * 100 + stream, prompt, generated)
+    workers = [threading.Thread(target=one, args=(stream,)) for stream in range(streams)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return rates(results, prompt)
+
+
+def served(port, rounds, requests, streams, prompt, generated, seed=0):
+    """rounds x (requests one after another, then requests in groups of streams at once): every measurement,
+    by stream count."""
+    measured = {"1": [], str(streams): []}
+    for round_ in range(rounds):
+        for index in range(requests):
+            measured["1"].append(rates([completion(port, seed + 1000 * round_ + index, prompt, generated)], prompt))
+        for index in range(max(requests // streams, 1)):
+            measured[str(streams)].append(at_once(port, streams, seed + 1000 * round_ + 500 + index, prompt, generated))
+    return measured
+
+
+def medians(measured):
+    return {streams: {rate: round(statistics.median(m[rate] for m in ms), 2) for rate in ("prefill", "decode")}
+            for streams, ms in measured.items()}
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if "--" not in argv:
+        sys.stderr.write("cpuinfer-served-rate: give the server's argv after --\n")
+        return 2
+    split = argv.index("--")
+    parser = argparse.ArgumentParser(prog="cpuinfer-served-rate")
+    parser.add_argument("--requests", type=int, default=4)
+    parser.add_argument("--streams", type=int, default=4)
+    parser.add_argument("--prompt", type=int, default=512)
+    parser.add_argument("--generated", type=int, default=64)
+    parser.add_argument("port", type=int)
+    args = parser.parse_args(argv[:split])
+    try:
+        # ik_llama.cpp's server writes llama.log into its working directory
+        with tempfile.TemporaryDirectory(prefix="served-rate-") as workdir, Server(argv[split + 1:], args.port, workdir):
+            completion(args.port, -1, args.prompt, args.generated)  # warm-up: the model's pages in
+            measured = served(args.port, 1, args.requests, args.streams, args.prompt, args.generated)
+    except (RuntimeError, OSError, urllib.error.URLError) as exc:
+        sys.stderr.write("cpuinfer-served-rate: %s\n" % exc)
+        return 1
+    print(json.dumps(dict(medians(measured), requests=args.requests)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
