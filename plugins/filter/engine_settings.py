@@ -11,8 +11,8 @@ __metaclass__ = type
 import json
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.cpuinfer.llm.plugins.filter.served_calibration import (DEFAULT_ENGINE, SOURCE_ENGINE, served_best,
-                                                                                 served_engine, served_results)
+from ansible_collections.cpuinfer.llm.plugins.filter.served_calibration import (
+    DEFAULT_ENGINE, SOURCE_ENGINE, served_best, served_engine, served_results)
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import parse_cpulist
 
 # The settings whose origin an instance reports (settings_from): given, calibration or derived; the
@@ -152,8 +152,6 @@ def bench_json(text):
     model while loading it ("Computed blk.0.attn_kv_b.weight ...") into the middle of the report: lines a
     pretty-printed JSON report cannot hold (not a bracket, brace or indented) are dropped."""
     return json.loads("\n".join(line for line in text.splitlines() if line[:1] in ("[", "]", "{", "}", " ", "\t")))
-
-
 
 
 def calibration_document(runs, model, bandwidth, host, date, builds, served_runs=None):

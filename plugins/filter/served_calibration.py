@@ -82,4 +82,5 @@ def served_engine(document):
 
 class FilterModule:
     def filters(self):
-        return {"served_rate_argv": served_rate_argv, "served_results": served_results, "served_best": served_best}
+        # served_results and served_best are calibration_document's (engine_settings), not the tasks'
+        return {"served_rate_argv": served_rate_argv}

@@ -89,7 +89,6 @@ _RESTORE_CHECK = r'''            // cpuinfer.llm (kv-restore-contiguous): cells 
 '''
 
 
-
 class Expand:
     """A replacement that names the pattern's groups (\\1); a plain string is put in as it is written."""
 
