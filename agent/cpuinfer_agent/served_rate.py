@@ -2,20 +2,23 @@
 PROMPT tokens, GENERATED generated), first one after another, then STREAMS at once. Standard library only.
 
 Usage: cpuinfer-served-rate [--requests N] [--streams S] [--prompt P] [--generated G] PORT -- SERVER ARGV...
-Starts SERVER ARGV (a llama.cpp-family server listening on 127.0.0.1:PORT, no API key), waits for its
-/health, warms it up with one request, measures, stops it. Run it under the CPUs the instance gets
-(systemd-run -p AllowedCPUs=...): the server inherits them.
+Starts SERVER ARGV (a llama.cpp-family server listening on 127.0.0.1:PORT, no API key; with PORT 0 a free
+port is chosen and put in place of every "{port}" in the argv), waits for its /health, warms it up with one
+request, measures, stops it. Run it under the CPUs the instance gets (systemd-run -p AllowedCPUs=...): the
+server inherits them. A server that dies is reported with the end of what it wrote.
 Prints JSON {"1": {"prefill", "decode"}, "S": {"prefill", "decode"}, "requests"}: medians in tokens/s.
 
 Prefill = prompt tokens / time to the first token (at S streams: of all streams, to the last first token);
 decode = tokens after the first / time from the first token to the last (at S streams: of all streams).
-Prompts are random token ids, different for every request, so no prompt cache helps; prompt caching stays
-at the engine's default, as clients leave it.
+Prompts are token ids drawn from the model's own tokenization of random words (/tokenize: every id is
+in its vocabulary), different for every request, so no prompt cache helps; prompt caching stays at the
+engine's default, as clients leave it.
 """
 
 import argparse
 import json
 import random
+import socket
 import statistics
 import subprocess
 import sys
@@ -46,11 +49,12 @@ class Server:
         self.argv, self.port, self.cwd, self.ready_s, self.process = [str(a) for a in argv], port, cwd, ready_s, None
 
     def __enter__(self):
-        self.process = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.cwd)
+        self.log = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(self.argv, stdout=self.log, stderr=subprocess.STDOUT, cwd=self.cwd)
         deadline = time.monotonic() + self.ready_s
         while time.monotonic() < deadline:
             if not self.alive():
-                raise RuntimeError("the server exited with %s before it was ready" % self.process.returncode)
+                raise RuntimeError("the server exited with %s before it was ready: %s" % (self.process.returncode, self.tail()))
             if health(self.port) == 200:
                 return self
             time.sleep(0.5)
@@ -60,26 +64,66 @@ class Server:
     def alive(self):
         return self.process.poll() is None
 
+    def tail(self, size=1500):
+        """The end of what the server wrote."""
+        self.log.seek(0, 2)
+        self.log.seek(max(self.log.tell() - size, 0))
+        return self.log.read().decode(errors="replace")
+
     def __exit__(self, *exc):
+        # a server that died while measured (a request failed: give a dying one a moment to be gone): what it
+        # wrote last, for the report
+        if exc and exc[0] is not None:
+            try:
+                self.process.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
+        self.died = self.process.poll() is not None
+        self.last_words = self.tail() if self.died else ""
         self.process.terminate()
         try:
             self.process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        self.log.close()
 
 
-def prompt_ids(seed, tokens):
-    """Token ids past the specials and byte tokens of common vocabularies, different for every seed (an int
-    seed would give -1 and 1 the same ids: a warm-up would fill the prompt cache for a measured request)."""
+def free_port():
+    """A loopback port nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def vocabulary_ids(port, words=3000, seed=0):
+    """Token ids of the model's own tokenization of random words: ids its vocabulary certainly has."""
+    rng = random.Random("words %d" % seed)
+    text = " ".join("".join(rng.choice("etaoinshrdlucmfw") for dummy_letter in range(rng.randrange(2, 8)))
+                    for dummy_word in range(words))
+    request = urllib.request.Request("http://127.0.0.1:%d/tokenize" % port, data=json.dumps({"content": text}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        ids = sorted(set(json.load(response)["tokens"]))
+    if len(ids) < 16:
+        raise RuntimeError("the model's tokenizer gave %d distinct ids for random words" % len(ids))
+    return ids
+
+
+def prompt_ids(seed, tokens, vocabulary=None):
+    """Token ids, different for every seed (an int seed would give -1 and 1 the same ids: a warm-up would fill
+    the prompt cache for a measured request): drawn from vocabulary (ids the model has), else past the
+    specials and byte tokens of common vocabularies of 8000 tokens or more."""
     rng = random.Random("prompt %d" % seed)
+    if vocabulary:
+        return [rng.choice(vocabulary) for dummy_index in range(tokens)]
     return [rng.randrange(300, 8000) for dummy_index in range(tokens)]
 
 
-def completion(port, seed, prompt, generated):
+def completion(port, seed, prompt, generated, vocabulary=None):
     """One streamed request: (started, [arrival of each token], finished)."""
-    return stream_probe.token_arrivals(port, {"prompt": prompt_ids(seed, prompt), "max_tokens": generated, "stream": True,
-                                              "temperature": 0, "ignore_eos": True}, timeout=1800)
+    return stream_probe.token_arrivals(port, {"prompt": prompt_ids(seed, prompt, vocabulary), "max_tokens": generated,
+                                              "stream": True, "temperature": 0, "ignore_eos": True}, timeout=1800)
 
 
 def rates(requests, prompt):
@@ -92,14 +136,14 @@ def rates(requests, prompt):
             "decode": round(decoded / (last - min(firsts)), 2) if last > min(firsts) else 0.0}
 
 
-def at_once(port, streams, seed, prompt, generated):
+def at_once(port, streams, seed, prompt, generated, vocabulary=None):
     """streams requests started together: their rates."""
     results = [None] * streams
     barrier = threading.Barrier(streams)
 
     def one(stream):
         barrier.wait()
-        results[stream] = completion(port, seed * 100 + stream, prompt, generated)
+        results[stream] = completion(port, seed * 100 + stream, prompt, generated, vocabulary)
     workers = [threading.Thread(target=one, args=(stream,)) for stream in range(streams)]
     for worker in workers:
         worker.start()
@@ -108,15 +152,17 @@ def at_once(port, streams, seed, prompt, generated):
     return rates(results, prompt)
 
 
-def served(port, rounds, requests, streams, prompt, generated, seed=0):
+def served(port, rounds, requests, streams, prompt, generated, seed=0, vocabulary=None):
     """rounds x (requests one after another, then requests in groups of streams at once): every measurement,
     by stream count."""
     measured = {"1": [], str(streams): []}
     for round_ in range(rounds):
         for index in range(requests):
-            measured["1"].append(rates([completion(port, seed + 1000 * round_ + index, prompt, generated)], prompt))
+            one = completion(port, seed + 1000 * round_ + index, prompt, generated, vocabulary)
+            measured["1"].append(rates([one], prompt))
         for index in range(max(requests // streams, 1)):
-            measured[str(streams)].append(at_once(port, streams, seed + 1000 * round_ + 500 + index, prompt, generated))
+            measured[str(streams)].append(at_once(port, streams, seed + 1000 * round_ + 500 + index, prompt, generated,
+                                                  vocabulary))
     return measured
 
 
@@ -138,13 +184,18 @@ def main(argv=None):
     parser.add_argument("--generated", type=int, default=64)
     parser.add_argument("port", type=int)
     args = parser.parse_args(argv[:split])
+    port = args.port or free_port()
+    server_argv = [word.replace("{port}", str(port)) for word in argv[split + 1:]]
+    server = None
     try:
         # ik_llama.cpp's server writes llama.log into its working directory
-        with tempfile.TemporaryDirectory(prefix="served-rate-") as workdir, Server(argv[split + 1:], args.port, workdir):
-            completion(args.port, -1, args.prompt, args.generated)  # warm-up: the model's pages in
-            measured = served(args.port, 1, args.requests, args.streams, args.prompt, args.generated)
-    except (RuntimeError, OSError, urllib.error.URLError) as exc:
-        sys.stderr.write("cpuinfer-served-rate: %s\n" % exc)
+        with tempfile.TemporaryDirectory(prefix="served-rate-") as workdir, Server(server_argv, port, workdir) as server:
+            vocabulary = vocabulary_ids(port)
+            completion(port, -1, args.prompt, args.generated, vocabulary)  # warm-up: the model's pages in
+            measured = served(port, 1, args.requests, args.streams, args.prompt, args.generated, vocabulary=vocabulary)
+    except (RuntimeError, OSError, ValueError, urllib.error.URLError) as exc:
+        died = " (the server died; its last words: %s)" % server.last_words if server is not None and server.died else ""
+        sys.stderr.write("cpuinfer-served-rate: %s%s\n" % (exc, died))
         return 1
     print(json.dumps(dict(medians(measured), requests=args.requests)))
     return 0

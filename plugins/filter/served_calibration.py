@@ -20,14 +20,19 @@ SOURCE_ENGINE = {"llama.cpp": "llama-server", "ik_llama.cpp": "ik_llama.cpp"}
 DEFAULT_ENGINE = "llama-server"
 
 
-def served_rate_argv(binary, agent_bin, model, instance, source, engine_flags, port, requests):
+# the shape of the served runs where the slot allows it (what llama-bench measures: 512 prompt, 64 generated)
+PROMPT, GENERATED = 512, 64
+
+
+def served_rate_argv(binary, agent_bin, model, instance, source, engine_flags, requests):
     """cpuinfer-served-rate starting source's server with the instance's slots, context, cache types and
-    ubatch, the flags the role's unit adds for the engine (engine_flags: engine -> flags), on loopback port
-    port, threads = the instance's cores (the same for both engines: the run compares engines, not threads)."""
+    ubatch, the flags the role's unit adds for the engine (engine_flags: engine -> flags), on a free loopback
+    port, threads = the instance's cores (the same for both engines: the run compares engines, not threads);
+    requests of 512 prompt tokens and 64 generated, or less where a slot is smaller."""
     try:
-        parallel, cores = int(instance["parallel"]), int(instance["cores"])
-        server = [binary, "--model", model, "--host", "127.0.0.1", "--port", port, "--threads", cores,
-                  "--threads-batch", cores, "--parallel", parallel, "--ctx-size", int(instance["n_ctx"]) * parallel,
+        parallel, cores, n_ctx = int(instance["parallel"]), int(instance["cores"]), int(instance["n_ctx"])
+        server = [binary, "--model", model, "--host", "127.0.0.1", "--port", "{port}", "--threads", cores,
+                  "--threads-batch", cores, "--parallel", parallel, "--ctx-size", n_ctx * parallel,
                   "--cache-type-k", instance["cache_type_k"], "--cache-type-v", instance["cache_type_v"]]
         if instance.get("n_ubatch"):
             server += ["--ubatch-size", instance["n_ubatch"]]
@@ -35,8 +40,10 @@ def served_rate_argv(binary, agent_bin, model, instance, source, engine_flags, p
             ["--webui", "none"] if source == "ik_llama.cpp" else ["--no-webui"])
     except (KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("served_rate_argv: the instance lacks %s" % exc)
+    generated = min(GENERATED, n_ctx // 4)
+    prompt = min(PROMPT, n_ctx - generated - 8)
     return [str(word) for word in [agent_bin + "/cpuinfer-served-rate", "--requests", requests, "--streams", parallel,
-                                   port, "--"] + server]
+                                   "--prompt", prompt, "--generated", generated, 0, "--"] + server]
 
 
 def served_results(runs):

@@ -1,6 +1,6 @@
 """cpuinfer-served-rate against a fake engine server it starts itself: a prompt costs PREFILL_S per 100
 tokens before the first token, each later token GAP_S; requests at once share nothing (the fake has no
-slots), so their rates add up."""
+slots), so their rates add up. The fake's vocabulary is 100 tokens: a prompt id outside it gets 400."""
 
 import json
 import socket
@@ -19,13 +19,29 @@ from cpuinfer_agent import served_rate  # noqa: E402
 PREFILL_S = 0.02
 GAP_S = 0.01
 FAKE = textwrap.dedent('''
-    import http.server, json, sys, time
+    import http.server, json, os, sys, time
     class Engine(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
             self.send_response(200 if self.path == "/health" else 404)
             self.end_headers()
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if self.path == "/tokenize":
+                words = body["content"].split()
+                reply = json.dumps({"tokens": [sum(map(ord, word)) %% 100 for word in words]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+                return
+            if %(die)r in sys.argv:
+                sys.stderr.write("GGML_ASSERT(fake) failed\\n")
+                sys.stderr.flush()
+                os._exit(134)
+            if max(body["prompt"]) >= 100:
+                self.send_response(400)
+                self.end_headers()
+                return
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
@@ -39,7 +55,7 @@ FAKE = textwrap.dedent('''
         def log_message(self, *args):
             pass
     http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Engine).serve_forever()
-''') % {"prefill": PREFILL_S, "gap": GAP_S}
+''') % {"prefill": PREFILL_S, "gap": GAP_S, "die": "--die"}
 
 
 def free_port():
@@ -58,6 +74,7 @@ def test_rates_of_one_stream_and_of_streams_at_once(tmp_path):
     fake = tmp_path / "engine.py"
     fake.write_text(FAKE)
     port = free_port()
+    # prompts from the model's own tokenization: the fake refuses any id beyond its 100
     done = run("--requests", "2", "--streams", "2", "--prompt", "200", "--generated", "11", str(port), "--",
                sys.executable, str(fake), str(port))
     assert done.returncode == 0, done.stderr
@@ -73,9 +90,18 @@ def test_rates_of_one_stream_and_of_streams_at_once(tmp_path):
     assert served_rate.health(port) is None
 
 
-def test_a_server_that_dies_before_it_is_ready_is_reported(tmp_path):
-    done = run(str(free_port()), "--", sys.executable, "-c", "raise SystemExit(3)")
-    assert done.returncode == 1 and "exited with 3 before it was ready" in done.stderr
+def test_a_server_that_dies_before_it_is_ready_is_reported_with_its_last_words(tmp_path):
+    done = run(str(free_port()), "--", sys.executable, "-c", "import sys; sys.exit('no model here')")
+    assert done.returncode == 1 and "exited with 1 before it was ready: no model here" in done.stderr
+
+
+def test_port_0_takes_a_free_port_and_a_server_that_dies_measured_says_its_last_words(tmp_path):
+    fake = tmp_path / "engine.py"
+    fake.write_text(FAKE)
+    done = run("--requests", "1", "--prompt", "20", "--generated", "3", "0", "--", sys.executable, str(fake), "{port}",
+               "--die")
+    assert done.returncode == 1, done.stdout
+    assert "the server died; its last words: GGML_ASSERT(fake) failed" in done.stderr
 
 
 def test_without_a_server_argv_it_says_how_to_give_one():

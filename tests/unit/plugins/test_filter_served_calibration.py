@@ -27,17 +27,26 @@ def run(source, one, many, streams=4):
 
 def test_the_measured_server_has_the_instances_slots_context_cache_and_the_engines_unit_flags():
     argv = served_rate_argv("/b/engine/llama-server", "/opt/agent/bin", "/m/a.gguf", INSTANCE, "ik_llama.cpp",
-                            {"ik_llama.cpp": ["--flash-attn", "on"], "llama-server": []}, 18089, 4)
-    assert argv[:7] == ["/opt/agent/bin/cpuinfer-served-rate", "--requests", "4", "--streams", "4", "18089", "--"]
-    server = " ".join(argv[7:])
-    assert server.startswith("/b/engine/llama-server --model /m/a.gguf --host 127.0.0.1 --port 18089 ")
+                            {"ik_llama.cpp": ["--flash-attn", "on"], "llama-server": []}, 4)
+    # a free port (0), put in place of {port}; the measured shape fits the instance's 640-token slot
+    assert argv[:11] == ["/opt/agent/bin/cpuinfer-served-rate", "--requests", "4", "--streams", "4", "--prompt", "512",
+                         "--generated", "64", "0", "--"]
+    server = " ".join(argv[11:])
+    assert server.startswith("/b/engine/llama-server --model /m/a.gguf --host 127.0.0.1 --port {port} ")
     for words in ("--threads 8 --threads-batch 8", "--parallel 4 --ctx-size 2560", "--cache-type-v q8_0",
                   "--ubatch-size 256", "--flash-attn on --webui none"):
         assert words in server
-    mainline = served_rate_argv("/b/engine/llama-server", "/a", "/m", dict(INSTANCE, n_ubatch=0), "llama.cpp", {}, 1, 2)
+    mainline = served_rate_argv("/b/engine/llama-server", "/a", "/m", dict(INSTANCE, n_ubatch=0), "llama.cpp", {}, 2)
     assert mainline[-1] == "--no-webui" and "--ubatch-size" not in mainline
     with pytest.raises(AnsibleFilterError, match="lacks 'parallel'"):
-        served_rate_argv("/b", "/a", "/m", {"cores": 1}, "llama.cpp", {}, 1, 2)
+        served_rate_argv("/b", "/a", "/m", {"cores": 1}, "llama.cpp", {}, 2)
+
+
+def test_a_small_slot_gets_requests_that_fit_it():
+    argv = served_rate_argv("/b", "/a", "/m", dict(INSTANCE, n_ctx=256), "llama.cpp", {}, 4)
+    shape = dict(zip(argv[5:9:2], argv[6:10:2]))
+    assert shape == {"--prompt": "184", "--generated": "64"}
+    assert int(shape["--prompt"]) + int(shape["--generated"]) < 256
 
 
 def test_the_served_winner_must_win_over_both_stream_counts():
