@@ -35,7 +35,11 @@ BLOCK_SCAN = """
         ik += k_step;
         for (int k1 = 0; k1 < ik/k_step; ++k1) {
 """
-SERVER = """                        if (slot.ga_n == 1 && slot.n_prompt_tokens >= slot.n_ctx) {
+SERVER = """                    if (slot.embedding) {
+                        // this prompt is too large to process - discard it
+                    }
+                    else {
+                        if (slot.ga_n == 1 && slot.n_prompt_tokens >= slot.n_ctx) {
                             if (!params_base.ctx_shift) {
 """
 EXAMPLES = "    add_subdirectory(sweep-bench)\n    add_subdirectory(tokenize)\nendif()\n"
@@ -94,6 +98,17 @@ def test_a_prompt_longer_than_its_slot_is_refused_with_400_before_context_shift(
     assert server.count("slot.n_prompt_tokens >= slot.n_ctx") == 2
     # release() frees only a slot that is processing: the refusal marks it so first
     refused = server[refusal:server.index("continue;", refusal)]
+    assert refused.index("slot.state = SLOT_STATE_PROCESSING;") < refused.index("slot.release();")
+
+
+def test_a_prompt_with_a_token_id_beyond_the_vocabulary_is_refused_before_anything_else(tmp_path):
+    vendor = vendored_tree(tmp_path)
+    engine_sources.complete("ik_llama.cpp", str(tmp_path))
+    server = (vendor / ik_tree_fixes._SERVER).read_text()
+    check = server.index("if (!prompt_tokens.validate(ctx)) {")
+    assert check < server.index("if (slot.embedding) {") < server.index("slot.n_prompt_tokens >= slot.n_ctx")
+    refused = server[check:server.index("continue;", check)]
+    assert '"a token id of the prompt is not in the vocabulary", ERROR_TYPE_INVALID_REQUEST' in refused
     assert refused.index("slot.state = SLOT_STATE_PROCESSING;") < refused.index("slot.release();")
 
 
