@@ -21,7 +21,8 @@ DEFAULT_ENGINE = "llama-server"
 
 
 # the shape of the served runs where the slot allows it (what llama-bench measures: 512 prompt, 64 generated)
-PROMPT, GENERATED = 512, 64
+PROMPT = 512
+GENERATED = 64
 
 
 def served_rate_argv(binary, agent_bin, model, instance, source, engine_flags, requests):
