@@ -21,9 +21,6 @@ prompt-fits-slot  The server cut a prompt longer than a slot's context to fit (c
     already processing). Several slots doing so at once filled the one shared KV cache: every running request
     failed with 500. A prompt that does not fit its slot is now refused with 400 before it is decoded, as
     mainline's server does, and the slot is free again.
-prompt-tokens-valid  The server never checked a prompt's token ids against the vocabulary (its
-    server_tokens::validate exists and is not called): an id the model lacks is looked up past the end of the
-    embeddings - garbage or a crash. Such a prompt is refused with 400, as mainline's server does.
 kv-restore-contiguous  Restoring a saved prompt into a slot (the server's prompt cache in RAM) asserted
     that the cells it was given are one contiguous run from the cache's head; in a cache fragmented by
     several slots they are not, and the server aborted (GGML_ASSERT(kv_self.cells[kv_self.head].pos ==
@@ -128,18 +125,6 @@ FIXES = (
     ("kv-restore-contiguous", _LLAMA,
      r"^ *// DEBUG CHECK: kv_self\.head should be our first cell.*\n *// Assume that this is one contiguous block of cells\n"
      r"(?: *GGML_ASSERT\(kv_self\.(?:head|cells).*\);\n){5}", _RESTORE_CHECK, 1),
-    ("prompt-tokens-valid", _SERVER,
-     r"^( *)if \(slot\.embedding\) \{\n( *)// this prompt is too large to process - discard it\n",
-     Expand(r"\1// cpuinfer.llm (prompt-tokens-valid): an id the vocabulary lacks would be read past the embeddings\n"
-            r"\1if (!prompt_tokens.validate(ctx)) {\n"
-            r'\1    send_error(slot, "a token id of the prompt is not in the vocabulary", ERROR_TYPE_INVALID_REQUEST);\n'
-            r"\1    slot.state = SLOT_STATE_PROCESSING;\n"
-            r"\1    slot.command = SLOT_COMMAND_NONE;\n"
-            r"\1    slot.release();\n"
-            r"\1    continue;\n"
-            r"\1}\n"
-            r"\1if (slot.embedding) {\n"
-            r"\2// this prompt is too large to process - discard it\n"), 1),
     ("prompt-fits-slot", _SERVER, r"^ *if \(slot\.ga_n == 1 && slot\.n_prompt_tokens >= slot\.n_ctx\) \{\n", _PROMPT_TOO_LONG, 1),
 )
 # marks a file already fixed (a tree completed twice is left as it is)

@@ -101,17 +101,6 @@ def test_a_prompt_longer_than_its_slot_is_refused_with_400_before_context_shift(
     assert refused.index("slot.state = SLOT_STATE_PROCESSING;") < refused.index("slot.release();")
 
 
-def test_a_prompt_with_a_token_id_beyond_the_vocabulary_is_refused_before_anything_else(tmp_path):
-    vendor = vendored_tree(tmp_path)
-    engine_sources.complete("ik_llama.cpp", str(tmp_path))
-    server = (vendor / ik_tree_fixes._SERVER).read_text()
-    check = server.index("if (!prompt_tokens.validate(ctx)) {")
-    assert check < server.index("if (slot.embedding) {") < server.index("slot.n_prompt_tokens >= slot.n_ctx")
-    refused = server[check:server.index("continue;", check)]
-    assert '"a token id of the prompt is not in the vocabulary", ERROR_TYPE_INVALID_REQUEST' in refused
-    assert refused.index("slot.state = SLOT_STATE_PROCESSING;") < refused.index("slot.release();")
-
-
 def test_a_prompt_restored_into_scattered_cells_fails_the_restore_instead_of_aborting(tmp_path):
     vendor = vendored_tree(tmp_path)
     engine_sources.complete("ik_llama.cpp", str(tmp_path))
