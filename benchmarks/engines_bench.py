@@ -18,7 +18,6 @@ eight is longer than a slot's context (refused with a 4xx, the server still up a
 
 import hashlib
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -42,14 +41,6 @@ VARIANTS = {"flash attention off (the role before our fix)": ["--flash-attn", "o
             "defragment above 10 %": ["--defrag-thold", "0.1"]}
 
 
-def free_port():
-    """A port of its own for each server started, one the kernel has no connection on: a server that just
-    stopped leaves its clients' connections in TIME_WAIT, and ik_llama.cpp's server cannot bind beside them."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def engine_flags(engine):
     """The flags the role's unit adds for the engine (roles/llama_server/vars/main.yml)."""
     return role_var("llama_server", "__llama_server_engine_flags").get(engine, [])
@@ -63,7 +54,7 @@ def summary(values):
 
 
 def serve(engine, build, model, cores, rounds, requests, extra=()):
-    port = free_port()
+    port = served_rate.free_port()
     argv = serving.server_argv(ENGINES[engine], build, model, cores, port, list(engine_flags(engine)) + list(extra))
     # ik_llama.cpp's server writes llama.log into its working directory
     with served_rate.Server(argv, port, model.parent):
@@ -81,7 +72,7 @@ def checks(build, model, cores, storm_requests):
     text = REPO / ".build" / "models" / "likelihood.txt"
     text.write_text("\n\n".join(p.read_text() for p in sorted((REPO / "docs").glob("*.md"))))
     on, off = (serving.mean_log_likelihood(build, model, text, cores, flash, run) for flash in (True, False))
-    port = free_port()
+    port = served_rate.free_port()
     argv = serving.server_argv("ik_llama.cpp", build, model, cores, port, engine_flags("ik_llama.cpp"))
     with served_rate.Server(argv, port, model.parent) as server:
         storm = serving.storm(port, storm_requests)

@@ -90,7 +90,8 @@ class Server:
 
 
 def free_port():
-    """A loopback port nothing listens on now."""
+    """A loopback port nothing listens on now (and no connection of a server just stopped holds: ik_llama.cpp's
+    server cannot bind beside those)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]

@@ -84,7 +84,7 @@ def served_best(rows):
 
 def served_engine(document):
     """The engine a calibration document's served runs chose, None where it has none."""
-    best = (document or {}).get("served_best") if isinstance(document, dict) else None
+    best = (document or {}).get("served_best")
     return best.get("engine") if best else None
 
 

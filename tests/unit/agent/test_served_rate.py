@@ -3,7 +3,6 @@ tokens before the first token, each later token GAP_S; requests at once share no
 slots), so their rates add up. The fake's vocabulary is 100 tokens: a prompt id outside it gets 400."""
 
 import json
-import socket
 import subprocess
 import sys
 import textwrap
@@ -58,12 +57,6 @@ FAKE = textwrap.dedent('''
 ''') % {"prefill": PREFILL_S, "gap": GAP_S, "die": "--die"}
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def run(*args):
     env = {"PYTHONPATH": str(AGENT)}
     return subprocess.run([sys.executable, "-m", "cpuinfer_agent.served_rate", *args], capture_output=True, text=True,
@@ -73,7 +66,7 @@ def run(*args):
 def test_rates_of_one_stream_and_of_streams_at_once(tmp_path):
     fake = tmp_path / "engine.py"
     fake.write_text(FAKE)
-    port = free_port()
+    port = served_rate.free_port()
     # prompts from the model's own tokenization: the fake refuses any id beyond its 100
     done = run("--requests", "2", "--streams", "2", "--prompt", "200", "--generated", "11", str(port), "--",
                sys.executable, str(fake), str(port))
@@ -91,7 +84,7 @@ def test_rates_of_one_stream_and_of_streams_at_once(tmp_path):
 
 
 def test_a_server_that_dies_before_it_is_ready_is_reported_with_its_last_words(tmp_path):
-    done = run(str(free_port()), "--", sys.executable, "-c", "import sys; sys.exit('no model here')")
+    done = run(str(served_rate.free_port()), "--", sys.executable, "-c", "import sys; sys.exit('no model here')")
     assert done.returncode == 1 and "exited with 1 before it was ready: no model here" in done.stderr
 
 
