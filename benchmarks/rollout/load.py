@@ -1,10 +1,17 @@
 """Open-loop streamed completions through one address while a rollout runs; each request classified.
 
-Usage: python load.py --base-url URL --model NAME --api-key KEY --tokens N --interval S --stop-file PATH
-                      [--max-seconds S] [--phase-file PATH]
+Usage: python load.py --base-url URL --model NAME --api-key KEY --tokens N --stop-file PATH
+                      (--interval S | --calibrate N --share F | --streams N) [--max-seconds S]
+                      [--phase-file PATH]
 A new request starts every --interval seconds whatever the earlier ones do (open loop: a slow server
 does not slow the arrivals), each a streamed completion of --tokens tokens with ignore_eos through the
-official openai client, until --stop-file exists. Each request is one of:
+official openai client, until --stop-file exists.
+--streams N: a closed loop instead, N streams each sending its next request when the last one ended, until
+--stop-file or --max-seconds (a load that holds N slots busy the whole time).
+--calibrate N: first N requests one after the other (phase "calibration"); their mean time is what one
+instance's slot takes for one request, so one slot serves 1/mean requests a second, and the open loop
+then offers --share of that: a load that is the same share of the service whatever the machine's speed
+that day. Each request is one of:
   completed  - the stream ended with finish_reason "length": every token asked for (ignore_eos);
   truncated  - the stream ended without an error but without reaching the length (what llama-server's
                SIGTERM does). Text chunks are counted too, but a chunk is not a token (llama-server holds
@@ -67,6 +74,14 @@ def one_request(client, model, tokens, index, phase):
             "seconds": time.monotonic() - started, "error": error, "outcome": classify(finish, error)}
 
 
+def calibrated_interval(calibration, share):
+    """Seconds between two arrivals for a load of share x what one slot serves (1 / its mean request time)."""
+    done = [r["seconds"] for r in calibration if r["outcome"] == "completed"]
+    if len(done) < len(calibration) or not done:
+        raise SystemExit("load.py: the calibration requests did not all complete: %s" % [r["error"] for r in calibration])
+    return sum(done) / len(done) / share
+
+
 def read_phase(path):
     try:
         with open(path, encoding="utf-8") as handle:
@@ -85,6 +100,9 @@ def main():
     parser.add_argument("--stop-file", required=True)
     parser.add_argument("--phase-file")
     parser.add_argument("--max-seconds", type=float, default=1800)
+    parser.add_argument("--calibrate", type=int, default=0)
+    parser.add_argument("--share", type=float, default=0.5)
+    parser.add_argument("--streams", type=int)
     args = parser.parse_args()
     # no retries: a retried request would hide the failure this counts
     client = openai.OpenAI(base_url=args.base_url, api_key=args.api_key, max_retries=0, timeout=600)
@@ -95,18 +113,35 @@ def main():
         with lock:
             results.append(result)
 
+    calibration = [one_request(client, args.model, args.tokens, index, "calibration") for index in range(args.calibrate)]
+    interval = calibrated_interval(calibration, args.share) if calibration else args.interval
+    results.extend(calibration)
     started = time.monotonic()
-    index = 0
-    while not os.path.exists(args.stop_file) and time.monotonic() - started < args.max_seconds:
+
+    def going():
+        return not os.path.exists(args.stop_file) and time.monotonic() - started < args.max_seconds
+
+    if args.streams:
+        indexes = iter(range(len(calibration), 1 << 30))
+
+        def stream():
+            while going():
+                run(next(indexes), read_phase(args.phase_file))
+        threads = [threading.Thread(target=stream) for _ in range(args.streams)]
+        for thread in threads:
+            thread.start()
+    index = len(calibration)
+    while not args.streams and going():
         thread = threading.Thread(target=run, args=(index, read_phase(args.phase_file)))
         thread.start()
         threads.append(thread)
         index += 1
-        time.sleep(args.interval)
+        time.sleep(interval)
     for thread in threads:
         thread.join()
     results.sort(key=lambda r: r["index"])
-    print(json.dumps({"summary": summarise(results), "requests": results}))
+    summary = dict(summarise(results), interval_s=round(interval, 3))
+    print(json.dumps({"summary": summary, "requests": results}))
 
 
 if __name__ == "__main__":

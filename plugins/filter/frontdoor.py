@@ -10,6 +10,7 @@ __metaclass__ = type
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.cpuinfer.llm.plugins.module_utils._haproxy import RuntimeApiError, out_of_rotation, parse_show_stat
 
 # HAProxy's names allow letters, digits, '-', '_', '.' and ':'; an inventory name may hold more.
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]")
@@ -111,27 +112,16 @@ def _listener_clashes(backends, reserved_ports, problems):
         taken[backend["port"]] = "model %s's listener" % backend["name"]
 
 
-# Admin states an operator or a failed run leaves a server in; a health state (UP, DOWN) is not one.
-OUT_OF_ROTATION = ("DRAIN", "MAINT")
-
-
 def frontdoor_states(show_stat):
     """[{backend, server, status, sessions, queue, out_of_rotation}] of every server in the text the
     runtime API's `show stat` answers (CSV with a '# ' header)."""
-    lines = [line for line in str(show_stat).splitlines() if line.strip()]
-    if not lines or not lines[0].startswith("# pxname,svname,"):
-        raise AnsibleFilterError("frontdoor_states: not the answer of show stat: %r" % (lines[:1],))
-    header = lines[0][2:].split(",")
-    states = []
-    for line in lines[1:]:
-        row = dict(zip(header, line.split(",")))
-        if row.get("svname") in ("FRONTEND", "BACKEND"):
-            continue
-        status = row.get("status", "")
-        states.append({"backend": row["pxname"], "server": row["svname"], "status": status,
-                       "sessions": int(row.get("scur") or 0), "queue": int(row.get("qcur") or 0),
-                       "out_of_rotation": any(status.startswith(state) for state in OUT_OF_ROTATION)})
-    return states
+    try:
+        rows = parse_show_stat(show_stat)
+    except RuntimeApiError as exc:
+        raise AnsibleFilterError("frontdoor_states: %s" % exc)
+    return [{"backend": row["backend"], "server": row["server"], "status": row["status"], "sessions": row["sessions"],
+             "queue": row["queue"], "out_of_rotation": out_of_rotation(row["status"])}
+            for row in rows if row["server"] != "BACKEND"]
 
 
 def frontdoor_setting(state):

@@ -3,6 +3,8 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks" / "rollout"))
 import load  # noqa: E402  (a script directory, not a package)
 
@@ -22,3 +24,16 @@ def test_summary_counts_outcomes_and_ttft_per_phase():
     assert (summary["sent"], summary["completed"], summary["truncated"], summary["failed"]) == (5, 3, 1, 1)
     assert summary["ttft_p99_s_steady"] == 0.3 and summary["ttft_p50_s_steady"] == 0.2
     assert summary["ttft_p99_s_rollout"] == 0.5 and summary["sent_rollout"] == 2
+
+
+def test_the_calibrated_interval_offers_a_share_of_what_one_slot_serves():
+    calibration = [{"outcome": "completed", "seconds": s, "error": None} for s in (2.0, 4.0)]
+    assert load.calibrated_interval(calibration, 0.5) == 6.0  # one slot: one request per 3 s; half of it
+    assert load.calibrated_interval(calibration, 1.0) == 3.0
+
+
+def test_a_calibration_with_a_failed_request_stops_the_load():
+    calibration = [{"outcome": "completed", "seconds": 2.0, "error": None},
+                   {"outcome": "failed", "seconds": 0.1, "error": "APIConnectionError"}]
+    with pytest.raises(SystemExit, match="did not all complete"):
+        load.calibrated_interval(calibration, 0.5)
