@@ -8,10 +8,10 @@ does not slow the arrivals), each a streamed completion of --tokens tokens with 
 official openai client, until --stop-file exists.
 --streams N: a closed loop instead, N streams each sending its next request when the last one ended, until
 --stop-file or --max-seconds (a load that holds N slots busy the whole time).
---calibrate N: first N requests one after the other (phase "calibration"); their mean time is what one
-instance's slot takes for one request, so one slot serves 1/mean requests a second, and the open loop
-then offers --share of that: a load that is the same share of the service whatever the machine's speed
-that day. Each request is one of:
+--calibrate N: first N requests one after the other (phase "calibration"; the front door spreads them over
+its instances); the slowest one's time is what the slowest instance's slot takes for a request, so it
+serves 1/slowest requests a second, and the open loop then offers --share of that: a load that is the same
+share of the service whatever the machine's speed that day, and that any one instance can carry alone. Each request is one of:
   completed  - the stream ended with finish_reason "length": every token asked for (ignore_eos);
   truncated  - the stream ended without an error but without reaching the length (what llama-server's
                SIGTERM does). Text chunks are counted too, but a chunk is not a token (llama-server holds
@@ -75,11 +75,11 @@ def one_request(client, model, tokens, index, phase):
 
 
 def calibrated_interval(calibration, share):
-    """Seconds between two arrivals for a load of share x what one slot serves (1 / its mean request time)."""
+    """Seconds between two arrivals for a load of share x what the slowest slot serves (1 / its request time)."""
     done = [r["seconds"] for r in calibration if r["outcome"] == "completed"]
     if len(done) < len(calibration) or not done:
         raise SystemExit("load.py: the calibration requests did not all complete: %s" % [r["error"] for r in calibration])
-    return sum(done) / len(done) / share
+    return max(done) / share
 
 
 def read_phase(path):

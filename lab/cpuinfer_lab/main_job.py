@@ -1,8 +1,10 @@
 """What the README's main command (scripts/lab-up) must have shown a new user, read from its output.
 
 The test stage `lab-up` runs scripts/lab-up as the README says and checks its end state with this:
-the closing "Lab up in" line, the demonstration's table with its four rows, and per host of the
-topology its tuned state with `drift: none`, a sample completion and a JSON-mode reply.
+the closing "Lab up in" line, the demonstration's table with its four rows, the front door's block
+(a chat completion, a streamed completion with tokens, a JSON-mode object, a wrong key refused with 401),
+per host of the topology its tuned state with `drift: none`, a sample completion and a JSON-mode reply,
+and the rollout row with every request completed: none failed, none cut short.
 
 Usage: python -m cpuinfer_lab.main_job OUTPUT_FILE [--topology lab/topology.json]
 """
@@ -19,6 +21,11 @@ DEMO_ROWS = ("untuned, alone", "untuned + neighbour", "tuned, alone", "tuned + n
 _NUMBER = r"\d+(?:\.\d+)?"
 _HOST = re.compile(r"^== (?P<name>\S+) \((?P<arch>[a-z0-9_]+)\)$")
 _TOKENS = re.compile(r"^\s+(?P<tokens>\d+) tokens, first token")
+_FRONTDOOR = re.compile(r"^== front door (?P<url>\S+) ")
+_STREAMED = re.compile(r"^(?P<tokens>\d+) tokens, first token")
+_ROLLOUT = re.compile(r"^rollout under load: sent (?P<sent>\d+), completed (?P<completed>\d+), failed (?P<failed>\d+), "
+                      r"truncated (?P<truncated>\d+), p99 TTFT steady (?P<steady>\S+)(?: s)? -> rollout (?P<rollout>\S+)",
+                      re.MULTILINE)
 
 
 def host_blocks(output: str) -> dict[str, tuple[str, list[str]]]:
@@ -44,6 +51,63 @@ def _value_after(lines: list[str], label: str) -> str | None:
     return None
 
 
+def frontdoor_block(output: str) -> list[str] | None:
+    """The lines of the samples phase's front door block, None when there is none."""
+    lines = output.splitlines()
+    start = next((i for i, line in enumerate(lines) if _FRONTDOOR.match(line)), None)
+    if start is None:
+        return None
+    block = []
+    for line in lines[start + 1:]:
+        if not line.startswith(" "):
+            break
+        block.append(line)
+    return block
+
+
+def _json_object_problem(what: str, reply: str | None) -> str | None:
+    if reply is None:
+        return "%s: no JSON-mode reply" % what
+    try:
+        parsed = json.loads(reply)
+    except ValueError as error:
+        return "%s: the JSON-mode reply is not JSON (%s): %r" % (what, error, reply)
+    if not isinstance(parsed, dict):
+        return "%s: the JSON-mode reply is not an object: %r" % (what, reply)
+    return None
+
+
+def frontdoor_problems(output: str) -> list[str]:
+    lines = frontdoor_block(output)
+    if lines is None:
+        return ["no front door block ('== front door URL ...') in the samples phase"]
+    problems = []
+    if _value_after(lines, "chat completion:") is None:
+        problems.append("front door: no chat completion")
+    streamed = _STREAMED.match(_value_after(lines, "streamed completion:") or "")
+    if not streamed or int(streamed.group("tokens")) < 1:
+        problems.append("front door: no streamed completion with tokens")
+    problems.append(_json_object_problem("front door", _value_after(lines, "json mode:")))
+    if _value_after(lines, "wrong key:") != "refused, HTTP 401":
+        problems.append("front door: a wrong key was not refused with 401 (%s)" % _value_after(lines, "wrong key:"))
+    return [problem for problem in problems if problem]
+
+
+def rollout_problems(output: str) -> list[str]:
+    rows = _ROLLOUT.findall(output)
+    if not rows:
+        return ["no 'rollout under load: ...' row: the rolling restart under load did not report"]
+    found = _ROLLOUT.search(output)
+    sent, completed, failed, truncated = (int(found.group(k)) for k in ("sent", "completed", "failed", "truncated"))
+    problems = []
+    if sent < 1:
+        problems.append("rollout under load: no request was sent")
+    if failed or truncated or completed != sent:
+        problems.append("rollout under load: %d of %d requests completed, %d failed, %d truncated"
+                        % (completed, sent, failed, truncated))
+    return problems
+
+
 def host_problems(name: str, arch: str, block: tuple[str, list[str]] | None) -> list[str]:
     if block is None:
         return ["%s (%s): no report in the samples phase" % (name, arch)]
@@ -59,18 +123,8 @@ def host_problems(name: str, arch: str, block: tuple[str, list[str]] | None) -> 
     tokens = [int(m.group("tokens")) for m in map(_TOKENS.match, lines) if m]
     if not tokens or tokens[0] < 1:
         problems.append("%s: the sample completion has no tokens" % name)
-    reply = _value_after(lines, "json mode:")
-    if reply is None:
-        problems.append("%s: no JSON-mode reply" % name)
-    else:
-        try:
-            parsed = json.loads(reply)
-        except ValueError as error:
-            problems.append("%s: the JSON-mode reply is not JSON (%s): %r" % (name, error, reply))
-        else:
-            if not isinstance(parsed, dict):
-                problems.append("%s: the JSON-mode reply is not an object: %r" % (name, reply))
-    return problems
+    problem = _json_object_problem(name, _value_after(lines, "json mode:"))
+    return problems + ([problem] if problem else [])
 
 
 def demo_problems(output: str) -> list[str]:
@@ -87,6 +141,8 @@ def problems(output: str, hosts: dict[str, str]) -> list[str]:
     if not re.search(r"(?m)^Lab up in \d+m\d\ds\.", output):
         found.append("no closing 'Lab up in ...' line: the main command did not finish")
     found += demo_problems(output)
+    found += frontdoor_problems(output)
+    found += rollout_problems(output)
     blocks = host_blocks(output)
     for name, arch in sorted(hosts.items()):
         found += host_problems(name, arch, blocks.get(name))
@@ -99,12 +155,14 @@ def main(argv=None) -> int:
     parser.add_argument("--topology", default=str(topology.DEFAULT))
     args = parser.parse_args(argv)
     hosts = {entry["name"]: entry["arch"] for entry in topology.load(args.topology).vms}
-    found = problems(Path(args.output).read_text(encoding="utf-8", errors="replace"), hosts)
+    output = Path(args.output).read_text(encoding="utf-8", errors="replace")
+    found = problems(output, hosts)
     for problem in found:
         print("main job: %s" % problem, file=sys.stderr)
     if not found:
-        print("main job: finished; demonstration table of %d rows; %s: drift none, a completion and a JSON reply each"
-              % (len(DEMO_ROWS), ", ".join(sorted(hosts))))
+        print("main job: finished; demonstration table of %d rows; the front door answered (chat, stream, JSON, 401); "
+              "%s: drift none, a completion and a JSON reply each; %s"
+              % (len(DEMO_ROWS), ", ".join(sorted(hosts)), _ROLLOUT.search(output).group(0)))
     return 1 if found else 0
 
 

@@ -34,13 +34,14 @@ def llama_instances_of_paths(paths, known=None):
     return names
 
 
-def llama_instances_to_restart(instances, written_paths, model_results, venv_changed=False):
+def llama_instances_to_restart(instances, written_paths, model_results, venv_changed=False, restart_all=False):
     """The names of instances (the converge's run list, [{name, model_sha256}]) that a converge must restart:
-    every one when the Python server's venv changed, else those whose unit, environment file or key was
-    written and those whose model file was copied or downloaded (model_results: the loops' results, each
-    with changed and item.model_sha256). In the run list's order, each once."""
+    every one when the Python server's venv changed or a rolling restart is asked for (restart_all), else
+    those whose unit, environment file or key was written and those whose model file was copied or
+    downloaded (model_results: the loops' results, each with changed and item.model_sha256). In the run
+    list's order, each once."""
     names = [instance["name"] for instance in instances or []]
-    if venv_changed:
+    if venv_changed or restart_all:
         return names
     written = llama_instances_of_paths(written_paths, names)
     models = set(result["item"]["model_sha256"] for result in model_results or [] if result.get("changed"))

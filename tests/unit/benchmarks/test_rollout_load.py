@@ -26,10 +26,10 @@ def test_summary_counts_outcomes_and_ttft_per_phase():
     assert summary["ttft_p99_s_rollout"] == 0.5 and summary["sent_rollout"] == 2
 
 
-def test_the_calibrated_interval_offers_a_share_of_what_one_slot_serves():
+def test_the_calibrated_interval_offers_a_share_of_what_the_slowest_slot_serves():
     calibration = [{"outcome": "completed", "seconds": s, "error": None} for s in (2.0, 4.0)]
-    assert load.calibrated_interval(calibration, 0.5) == 6.0  # one slot: one request per 3 s; half of it
-    assert load.calibrated_interval(calibration, 1.0) == 3.0
+    assert load.calibrated_interval(calibration, 0.5) == 8.0  # the slowest: one request per 4 s; half of it
+    assert load.calibrated_interval(calibration, 1.0) == 4.0
 
 
 def test_a_calibration_with_a_failed_request_stops_the_load():

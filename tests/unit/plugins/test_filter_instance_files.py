@@ -41,3 +41,8 @@ def test_nothing_changed_restarts_nothing_and_a_new_venv_restarts_every_instance
     assert llama_instances_to_restart(RUN, [], unchanged) == []
     assert llama_instances_to_restart(RUN, [], unchanged, venv_changed=True) == ["a", "b", "c"]
     assert llama_instances_to_restart([], ["/etc/cpuinfer/llama-server/a.env"], []) == []
+
+
+def test_a_rolling_restart_restarts_every_instance_whatever_changed():
+    assert llama_instances_to_restart(RUN, [], [], restart_all=True) == [instance["name"] for instance in RUN]
+    assert llama_instances_to_restart(RUN, [], [], restart_all=False) == []

@@ -1,0 +1,88 @@
+"""The main job's rollout row: a rolling restart of every lab instance through playbooks/canary.yml while an
+open-loop load of streamed completions runs through the front door (benchmarks/rollout/load.py, its rate
+half of what the slowest instance serves, measured first). Prints the playbook's task names as progress
+and one row:
+  rollout under load: sent N, completed N, failed 0, truncated 0, p99 TTFT steady X s -> rollout Y s
+Exits 1 when the rollout failed or a request failed or ended short; the load's JSON goes to LOG.json.
+
+Usage: python scripts/lab_rollout.py INVENTORY_JSON LOG [ansible-playbook arguments...]
+"""
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FRONTDOOR_PORT = "9081"
+STEADY_SECONDS = 20
+AFTER_SECONDS = 10
+
+
+def frontdoor_url(inventory):
+    lab = inventory["all"]["children"]["lab"]
+    name = sorted(lab["children"]["frontdoor"]["hosts"])[0]
+    return "http://127.0.0.1:%d/v1" % lab["hosts"][name]["lab_forwarded_ports"][FRONTDOOR_PORT]
+
+
+def row(summary):
+    def seconds(phase):
+        value = summary.get("ttft_p99_s_" + phase)
+        return "-" if value is None else "%.1f s" % value
+    return ("rollout under load: sent %d, completed %d, failed %d, truncated %d, p99 TTFT steady %s -> rollout %s"
+            % (summary["sent"], summary["completed"], summary["failed"], summary["truncated"], seconds("steady"),
+               seconds("rollout")))
+
+
+def canary(log, extra):
+    """canary.yml with a rolling restart of every instance; task names to stdout, everything to log."""
+    started = time.monotonic()
+    command = ["ansible-playbook", "-i", str(REPO / "inventories/lab"), str(REPO / "playbooks/canary.yml"),
+               "-e", "llama_server_restart_all=true"] + extra
+    with open(log, "a", encoding="utf-8") as out, subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as playbook:
+        for line in playbook.stdout:
+            out.write(line)
+            if line.startswith(("TASK [", "PLAY [")):
+                print("   [%3.0fs] %s]" % (time.monotonic() - started, line.split("]")[0]), flush=True)
+    return playbook.returncode
+
+
+def main():
+    inventory_path, log = sys.argv[1], sys.argv[2]
+    url = frontdoor_url(json.loads(Path(inventory_path).read_text(encoding="utf-8")))
+    with tempfile.TemporaryDirectory() as scratch:
+        phase, stop = Path(scratch) / "phase", Path(scratch) / "stop"
+        load = subprocess.Popen([sys.executable, str(REPO / "benchmarks/rollout/load.py"), "--base-url", url,
+                                 "--model", "tiny-llama", "--api-key", "lab-secret-not-for-production", "--tokens", "16",
+                                 "--calibrate", "3", "--share", "0.5", "--stop-file", str(stop), "--phase-file", str(phase),
+                                 "--max-seconds", "1800"], stdout=subprocess.PIPE, text=True)
+        time.sleep(STEADY_SECONDS)
+        phase.write_text("rollout\n", encoding="utf-8")
+        rc = canary(log, sys.argv[3:])
+        phase.write_text("after\n", encoding="utf-8")
+        time.sleep(AFTER_SECONDS)
+        stop.write_text("", encoding="utf-8")
+        output = load.communicate()[0]
+    if load.returncode != 0:
+        print("lab_rollout: the load failed (exit %d) before its summary; canary.yml exit %d" % (load.returncode, rc),
+              file=sys.stderr)
+        return 1
+    result = json.loads(output)
+    Path(log + ".json").write_text(json.dumps(result), encoding="utf-8")
+    summary = result["summary"]
+    print("   load: %.1f s between requests (half of what the slowest instance serves), calibrated through the "
+          "front door %s" % (summary["interval_s"], url))
+    print(row(summary))
+    if rc != 0:
+        print("lab_rollout: playbooks/canary.yml failed (exit %d); its output: %s" % (rc, log), file=sys.stderr)
+    bad = [r for r in result["requests"] if r["outcome"] != "completed"]
+    for request in bad[:5]:
+        print("lab_rollout: request %d %s: %s" % (request["index"], request["outcome"], request["error"]), file=sys.stderr)
+    return 1 if rc != 0 or bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
