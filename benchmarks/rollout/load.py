@@ -127,7 +127,7 @@ def main():
         def stream():
             while going():
                 run(next(indexes), read_phase(args.phase_file))
-        threads = [threading.Thread(target=stream) for _ in range(args.streams)]
+        threads = [threading.Thread(target=stream) for dummy in range(args.streams)]
         for thread in threads:
             thread.start()
     index = len(calibration)

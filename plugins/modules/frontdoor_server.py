@@ -198,9 +198,8 @@ def _wait_for_capacity(wait, backends, server):
         wait.sleep_or_fail("the others cannot carry the load: " + why)
     if short_seen:
         wait.waited_for_capacity += wait.elapsed() - since
-        wait.events.append("waited %.0f s for the others to carry the load before draining (then %s)" % (
-            wait.elapsed() - since, ", ".join("%s: %d requests, %s slots" % (c["backend"], c["load"], c["others_slots"])
-                                             for c in checks)))
+        then = ", ".join("%s: %d requests, %s slots" % (c["backend"], c["load"], c["others_slots"]) for c in checks)
+        wait.events.append("waited %.0f s for the others to carry the load before draining (then %s)" % (wait.elapsed() - since, then))
     return rows, checks
 
 

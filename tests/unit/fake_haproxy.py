@@ -41,8 +41,8 @@ class FakeHAProxy:
             for name, row in table.items():
                 if name == "BACKEND":
                     continue
-                lines.append("%s,%s,%d,0,%d,0,%s,0,%s,1" % (backend, name, row["queue"], row["sessions"],
-                                                             "" if row["slots"] is None else row["slots"], row["status"]))
+                slots = "" if row["slots"] is None else row["slots"]
+                lines.append("%s,%s,%d,0,%d,0,%s,0,%s,1" % (backend, name, row["queue"], row["sessions"], slots, row["status"]))
             own = table["BACKEND"]
             sessions = sum(row["sessions"] for name, row in table.items() if name != "BACKEND")
             lines.append("%s,BACKEND,%d,0,%d,0,10,0,UP,1" % (backend, own["queue"], sessions))
@@ -56,7 +56,7 @@ class FakeHAProxy:
             self.tick(self)
             return self.show_stat()
         if words[:2] == ["set", "server"] and len(words) == 5 and words[3] == "state" and words[4] in STATUS_OF:
-            backend, _, server = words[2].partition("/")
+            backend, server = words[2].split("/", 1) if "/" in words[2] else (words[2], "")
             if server not in self.servers.get(backend, {}):
                 return "No such server.\n"
             self.servers[backend][server]["status"] = STATUS_OF[words[4]]
@@ -66,7 +66,7 @@ class FakeHAProxy:
     def _serve(self):
         while True:
             try:
-                connection, _ = self.listener.accept()
+                connection = self.listener.accept()[0]
             except OSError:
                 return
             with connection:
