@@ -21,10 +21,19 @@ STEADY_SECONDS = 20
 AFTER_SECONDS = 10
 
 
-def frontdoor_url(inventory):
+def frontdoor(inventory):
+    """(host, URL) of the lab's front door."""
     lab = inventory["all"]["children"]["lab"]
     name = sorted(lab["children"]["frontdoor"]["hosts"])[0]
-    return "http://127.0.0.1:%d/v1" % lab["hosts"][name]["lab_forwarded_ports"][FRONTDOOR_PORT]
+    return name, "http://127.0.0.1:%d/v1" % lab["hosts"][name]["lab_forwarded_ports"][FRONTDOOR_PORT]
+
+
+def unfinished_requests(host, minutes):
+    """HAProxy's log lines of the last minutes whose session did not end normally (termination state other
+    than ----: sQ a queue timeout, SC a refused connection, ...), and its health check changes."""
+    log = subprocess.run([str(REPO / "scripts/lab"), "ssh", host, "sudo", "journalctl", "-t", "haproxy", "--no-pager",
+                          "-o", "short-precise", "--since", "-%dmin" % minutes], capture_output=True, text=True, check=False)
+    return [line for line in log.stdout.splitlines() if " ---- " not in line]
 
 
 def row(summary):
@@ -52,7 +61,8 @@ def canary(log, extra):
 
 def main():
     inventory_path, log = sys.argv[1], sys.argv[2]
-    url = frontdoor_url(json.loads(Path(inventory_path).read_text(encoding="utf-8")))
+    host, url = frontdoor(json.loads(Path(inventory_path).read_text(encoding="utf-8")))
+    started = time.monotonic()
     with tempfile.TemporaryDirectory() as scratch:
         phase, stop = Path(scratch) / "phase", Path(scratch) / "stop"
         load = subprocess.Popen([sys.executable, str(REPO / "benchmarks/rollout/load.py"), "--base-url", url,
@@ -81,6 +91,10 @@ def main():
     bad = [r for r in result["requests"] if r["outcome"] != "completed"]
     for request in bad[:5]:
         print("lab_rollout: request %d %s: %s" % (request["index"], request["outcome"], request["error"]), file=sys.stderr)
+    if bad:
+        lines = unfinished_requests(host, (time.monotonic() - started) // 60 + 2)
+        print("lab_rollout: the front door's log, sessions that did not end normally and check changes (%d lines, the "
+              "last 40):\n%s" % (len(lines), "\n".join(lines[-40:])), file=sys.stderr)
     return 1 if rc != 0 or bad else 0
 
 

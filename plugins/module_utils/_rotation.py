@@ -43,10 +43,21 @@ def others_slots(rows, backend, server):
     return sum(row["slots"] for row in others)
 
 
+def others(rows, backend, server):
+    """How many other servers the backend lists, in rotation or not."""
+    return len([row for row in _servers(rows, backend) if row["server"] != server])
+
+
 def capacity(rows, backend, server):
-    """{backend, load, others_slots, fits}: whether the others can take the server's share now."""
+    """{backend, load, others_slots, fits}: whether the others can take the server's share now. A backend
+    whose other servers are all out (DOWN, in MAINT) has no room even when idle: the next request would
+    find no server. A backend of one server has no others to wait for: it fits (its requests queue)."""
     load, slots = backend_load(rows, backend), others_slots(rows, backend, server)
-    return {"backend": backend, "load": load, "others_slots": slots, "fits": slots is None or load <= slots}
+    if not others(rows, backend, server):
+        fits = True
+    else:
+        fits = slots is None or (slots >= 1 and load <= slots)
+    return {"backend": backend, "load": load, "others_slots": slots, "fits": fits}
 
 
 def sessions(rows, backend, server):

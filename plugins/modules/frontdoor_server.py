@@ -15,7 +15,8 @@ description:
   - Runs on a front door (HAProxy) and talks to its runtime API socket.
   - O(state=drained) sets the server to DRAIN in every backend that lists it, but only once the other
     servers of that backend that take requests have a slot (C(maxconn)) for every request the backend
-    holds now, in servers and queued; until then it waits, and says so in RV(events) and a warning.
+    holds now, in servers and queued, and at least one slot; until then it waits, and says so in
+    RV(events) and a warning. A backend that lists no other server is drained at once.
     Then it waits until the server's sessions are 0. While it waits, a queue longer than O(max_queue)
     means the others do not carry the load after all - the server is put back in rotation and the
     drain is tried again once there is room (back-pressure).
@@ -50,7 +51,7 @@ options:
     default: 1
   require_capacity:
     description:
-      - V(false) drains at once whatever the others can carry (a backend with one server has no others).
+      - V(false) drains at once whatever the others can carry.
     type: bool
     default: true
   max_queue:

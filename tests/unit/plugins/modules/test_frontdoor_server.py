@@ -105,9 +105,25 @@ def test_sessions_that_never_end_fail_the_task_and_the_server_is_put_back(run_mo
 
 
 def test_without_require_capacity_it_drains_at_once(run_module, haproxy):
-    fake = haproxy({"tiny": {"a": server(sessions=1)}}, sessions_end_after(1))
+    fake = haproxy({"tiny": {"a": server(sessions=1), "b": server(sessions=1)}}, sessions_end_after(1))
     failed, result = run(run_module, fake, server="a", state="drained", require_capacity=False)
-    assert not failed and result["changed"] and result["events"] == []
+    assert not failed and result["changed"] and result["events"] == [] and fake.commands.index("set server tiny/a state drain") == 2  # the first two looks
+
+
+def test_a_backend_of_one_server_is_drained_at_once(run_module, haproxy):
+    fake = haproxy({"tiny": {"a": server(sessions=1)}}, sessions_end_after(1))
+    failed, result = run(run_module, fake, server="a", state="drained")
+    assert not failed and result["events"] == [] and fake.commands.index("set server tiny/a state drain") == 2  # the first two looks
+
+
+def test_it_waits_while_every_other_server_is_down_even_when_idle(run_module, haproxy):
+    def tick(fake):
+        if fake.polls == 4:
+            fake.servers["tiny"]["b"]["status"] = "UP"  # its check passes again
+    fake = haproxy({"tiny": {"a": server(), "b": server("DOWN")}}, tick)
+    failed, result = run(run_module, fake, server="a", state="drained")
+    assert not failed and fake.commands.index("set server tiny/a state drain") == 4
+    assert "waited" in result["events"][0]
 
 
 def test_check_mode_reports_the_drain_and_writes_nothing(run_module, haproxy):
