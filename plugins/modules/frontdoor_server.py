@@ -54,6 +54,13 @@ options:
       - V(false) drains at once whatever the others can carry.
     type: bool
     default: true
+  missing_socket:
+    description:
+      - V(fail) fails when O(socket) does not exist; V(skip) reports that no front door runs there and changes
+        nothing (a first converge restarts instances before any front door runs).
+    type: str
+    choices: [fail, skip]
+    default: fail
   max_queue:
     description:
       - Requests queued in the backend while the server drains above which it is put back in rotation.
@@ -94,6 +101,11 @@ put_back:
   returned: always
   type: int
   sample: 0
+running:
+  description: Whether a front door answered on O(socket) (V(false) only with O(missing_socket=skip)).
+  returned: always
+  type: bool
+  sample: true
 events:
   description: What the wait saw, in order (waits for capacity, drains taken back).
   returned: always
@@ -102,6 +114,7 @@ events:
   sample: ["waited 12 s: backend tiny-llama holds 3 requests, the others have 2 slots"]
 """
 
+import os
 import time
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _haproxy, _rotation
@@ -116,6 +129,7 @@ ARGUMENT_SPEC = dict(
     interval=dict(type="float", default=1),
     require_capacity=dict(type="bool", default=True),
     max_queue=dict(type="int"),
+    missing_socket=dict(type="str", choices=["fail", "skip"], default="fail"),
 )
 
 # the runtime API's word for the admin state a status shows (NOLB only comes from a check; drain is nearest)
@@ -256,6 +270,8 @@ def _ready(module, journal, wait, rows, backends):
 def converge(module, journal):
     _check(module.params)
     server, wait = module.params["server"], _Wait(module)
+    if module.params["missing_socket"] == "skip" and not os.path.exists(module.params["socket"]):
+        return dict(changed=False, running=False, backends=[], events=[], put_back=0, waited_for_capacity_s=0.0)
     rows = wait.rows()
     backends = _rotation.backends_listing(rows, server)
     before = dict((b, _rotation.status(rows, b, server)) for b in backends)
@@ -265,7 +281,7 @@ def converge(module, journal):
                  for b in backends)
     if wait.events:
         module.warn("%s: %s" % (server, "; ".join(wait.events)))
-    result = dict(changed=changed, put_back=wait.put_back, events=wait.events,
+    result = dict(changed=changed, running=True, put_back=wait.put_back, events=wait.events,
                   waited_for_capacity_s=round(wait.waited_for_capacity, 1),
                   backends=[dict(backend=b, before=before[b], after=after[b], **dict(
                       (k, v) for k, v in checks.get(b, {}).items() if k in ("load", "others_slots"))) for b in backends])

@@ -181,3 +181,10 @@ def test_bad_requests_are_refused_before_the_socket_is_touched(run_module, hapro
 def test_an_unreachable_socket_fails_with_its_path(run_module, tmp_path):
     failed, result = run_module(frontdoor_server, {"socket": str(tmp_path / "none.sock"), "server": "a", "state": "ready"})
     assert failed and "none.sock" in result["msg"]
+
+
+def test_a_missing_socket_is_skipped_only_when_asked(run_module, tmp_path):
+    args = {"socket": str(tmp_path / "none.sock"), "server": "a", "state": "drained"}
+    failed, result = run_module(frontdoor_server, dict(args, missing_socket="skip"))
+    assert not failed and result["running"] is False and result["changed"] is False
+    assert run_module(frontdoor_server, args)[0] is True
