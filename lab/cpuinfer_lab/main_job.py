@@ -24,7 +24,7 @@ _TOKENS = re.compile(r"^\s+(?P<tokens>\d+) tokens, first token")
 _FRONTDOOR = re.compile(r"^== front door (?P<url>\S+) ")
 _STREAMED = re.compile(r"^(?P<tokens>\d+) tokens, first token")
 _ROLLOUT = re.compile(r"^rollout under load: sent (?P<sent>\d+), completed (?P<completed>\d+), failed (?P<failed>\d+), "
-                      r"truncated (?P<truncated>\d+), p99 TTFT steady (?P<steady>\S+)(?: s)? -> rollout (?P<rollout>\S+)",
+                      r"truncated (?P<truncated>\d+), p99 TTFT steady (?P<steady>\S+)(?: s)? -> rollout (?P<rollout>\S+)(?: s)?",
                       re.MULTILINE)
 
 
