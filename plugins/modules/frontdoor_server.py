@@ -245,7 +245,10 @@ def _drain(module, journal, wait, rows, backends):
             wait.sleep_or_fail("its sessions did not end (%s)" % ", ".join(
                 "%s: %d" % (b, _rotation.sessions(rows, b, server)) for b in backends))
         # the others queue what it no longer takes: back in rotation until there is room again
-        journal.rollback()
+        failures = journal.rollback()
+        if failures:
+            raise HostError("the queue outgrew its bound while %s drained, and it could not be put back: %s"
+                            % (server, "; ".join(failures)))
         wait.put_back += 1
         wait.events.append("put back in rotation after %.0f s: %s" % (wait.elapsed(), ", ".join(
             "backend %s queues %d requests (bound %d)" % item for item in outgrown)))

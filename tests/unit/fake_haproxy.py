@@ -13,13 +13,14 @@ STATUS_OF = {"ready": "UP", "drain": "DRAIN", "maint": "MAINT"}
 
 
 class FakeHAProxy:
-    def __init__(self, servers, tick=None):
+    def __init__(self, servers, tick=None, refuse=()):
         """servers: {backend: {server: {status, sessions, queue, slots}}}; a backend's own queue is the
         server named BACKEND (created when missing)."""
         self.servers = servers
         for table in servers.values():
             table.setdefault("BACKEND", {"status": "UP", "sessions": 0, "queue": 0, "slots": None})
         self.tick = tick or (lambda fake: None)
+        self.refuse = set(refuse)  # commands answered with an error, as HAProxy answers one it cannot do
         self.commands = []
         self.polls = 0
         # a short path: a unix socket's name is limited to 107 bytes, pytest's tmp_path may be longer
@@ -51,6 +52,8 @@ class FakeHAProxy:
     def answer(self, text):
         self.commands.append(text)
         words = text.split()
+        if text in self.refuse:
+            return "Refused by the test.\n"
         if text == "show stat":
             self.polls += 1
             self.tick(self)

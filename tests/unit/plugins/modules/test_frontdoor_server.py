@@ -13,8 +13,8 @@ FAST = {"interval": 0.01, "timeout": 5}
 def haproxy():
     made = []
 
-    def make(servers, tick=None):
-        made.append(FakeHAProxy(servers, tick))
+    def make(servers, tick=None, refuse=()):
+        made.append(FakeHAProxy(servers, tick, refuse))
         return made[-1]
     yield make
     for fake in made:
@@ -188,3 +188,11 @@ def test_a_missing_socket_is_skipped_only_when_asked(run_module, tmp_path):
     failed, result = run_module(frontdoor_server, dict(args, missing_socket="skip"))
     assert not failed and result["running"] is False and result["changed"] is False
     assert run_module(frontdoor_server, args)[0] is True
+
+
+def test_a_put_back_that_haproxy_refuses_fails_the_task_saying_so(run_module, haproxy):
+    def tick(fake):
+        fake.servers["tiny"]["BACKEND"]["queue"] = 3 if fake.status("tiny", "a") == "DRAIN" else 0
+    fake = haproxy({"tiny": {"a": server(sessions=1), "b": server(slots=2)}}, tick, refuse={"set server tiny/a state ready"})
+    failed, result = run(run_module, fake, server="a", state="drained")
+    assert failed and "could not be put back" in result["msg"] and "Refused by the test" in result["msg"]
