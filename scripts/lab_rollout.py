@@ -9,6 +9,7 @@ Usage: python scripts/lab_rollout.py INVENTORY_JSON LOG [ansible-playbook argume
 """
 
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -22,18 +23,32 @@ AFTER_SECONDS = 10
 
 
 def frontdoor(inventory):
-    """(host, URL) of the lab's front door."""
+    """(host, URL, every lab host) of the lab's front door."""
     lab = inventory["all"]["children"]["lab"]
     name = sorted(lab["children"]["frontdoor"]["hosts"])[0]
-    return name, "http://127.0.0.1:%d/v1" % lab["hosts"][name]["lab_forwarded_ports"][FRONTDOOR_PORT]
+    return name, "http://127.0.0.1:%d/v1" % lab["hosts"][name]["lab_forwarded_ports"][FRONTDOOR_PORT], sorted(lab["hosts"])
+
+
+def journal(host, minutes, *selector):
+    log = subprocess.run([str(REPO / "scripts/lab"), "ssh", host, "sudo", "journalctl", *selector, "--no-pager",
+                          "-o", "short-precise", "--since", "-%dmin" % minutes], capture_output=True, text=True, check=False)
+    return log.stdout.splitlines()
 
 
 def unfinished_requests(host, minutes):
     """HAProxy's log lines of the last minutes whose session did not end normally (termination state other
-    than ----: sQ a queue timeout, SC a refused connection, ...), and its health check changes."""
-    log = subprocess.run([str(REPO / "scripts/lab"), "ssh", host, "sudo", "journalctl", "-t", "haproxy", "--no-pager",
-                          "-o", "short-precise", "--since", "-%dmin" % minutes], capture_output=True, text=True, check=False)
-    return [line for line in log.stdout.splitlines() if " ---- " not in line]
+    than ----: sQ a queue timeout, SC a refused connection, ...) or that a server answered with a 5xx (which
+    server said it), and its health check changes."""
+    return [line for line in journal(host, minutes, "-t", "haproxy")
+            if " ---- " not in line or re.search(r" 5[0-9][0-9] [0-9]+ - - ", line)]
+
+
+def instance_lifecycle(hosts, minutes):
+    """Per lab host, what systemd and the engine said of the instances' starts and stops in the window."""
+    wanted = re.compile(r"Started|Stopping|Stopped|Main process exited|Killed|oom|restart|model loaded|listening|error",
+                        re.IGNORECASE)
+    return ["%s: %s" % (host, line) for host in hosts
+            for line in journal(host, minutes, "-u", "cpuinfer-llama-*") if wanted.search(line)]
 
 
 def row(summary):
@@ -61,7 +76,7 @@ def canary(log, extra):
 
 def main():
     inventory_path, log = sys.argv[1], sys.argv[2]
-    host, url = frontdoor(json.loads(Path(inventory_path).read_text(encoding="utf-8")))
+    host, url, hosts = frontdoor(json.loads(Path(inventory_path).read_text(encoding="utf-8")))
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as scratch:
         phase, stop = Path(scratch) / "phase", Path(scratch) / "stop"
@@ -92,9 +107,12 @@ def main():
     for request in bad[:5]:
         print("lab_rollout: request %d %s: %s" % (request["index"], request["outcome"], request["error"]), file=sys.stderr)
     if bad:
-        lines = unfinished_requests(host, (time.monotonic() - started) // 60 + 2)
-        print("lab_rollout: the front door's log, sessions that did not end normally and check changes (%d lines, the "
-              "last 40):\n%s" % (len(lines), "\n".join(lines[-40:])), file=sys.stderr)
+        minutes = (time.monotonic() - started) // 60 + 2
+        lines = unfinished_requests(host, minutes)
+        print("lab_rollout: the front door's log, sessions that did not end normally or got a 5xx, and check changes "
+              "(%d lines, the last 40):\n%s" % (len(lines), "\n".join(lines[-40:])), file=sys.stderr)
+        print("lab_rollout: the instances' starts and stops:\n%s" % "\n".join(instance_lifecycle(hosts, minutes)[-40:]),
+              file=sys.stderr)
     return 1 if rc != 0 or bad else 0
 
 
