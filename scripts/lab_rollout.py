@@ -37,10 +37,11 @@ def journal(host, minutes, *selector):
 
 def unfinished_requests(host, minutes):
     """HAProxy's log lines of the last minutes whose session did not end normally (termination state other
-    than ----: sQ a queue timeout, SC a refused connection, ...) or that a server answered with a 5xx (which
-    server said it), and its health check changes."""
+    than ----: sQ a queue timeout, SC a refused connection, ...), that a server answered with a 5xx (which
+    server said it) or that were retried on another server, and its health check changes."""
+    retried = re.compile(r" [0-9]+/[0-9]+/[0-9]+/[0-9]+/\+?[1-9][0-9]* ")  # the log's retries field
     return [line for line in journal(host, minutes, "-t", "haproxy")
-            if " ---- " not in line or re.search(r" 5[0-9][0-9] [0-9]+ - - ", line)]
+            if " ---- " not in line or re.search(r" 5[0-9][0-9] [0-9]+ - - ", line) or retried.search(line)]
 
 
 def instance_lifecycle(hosts, minutes):
