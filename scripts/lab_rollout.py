@@ -20,6 +20,8 @@ REPO = Path(__file__).resolve().parents[1]
 FRONTDOOR_PORT = "9081"
 STEADY_SECONDS = 20
 AFTER_SECONDS = 10
+# HAProxy's log: after the termination state, actconn/feconn/beconn/srv_conn/retries ('+' when redispatched)
+RETRIED = re.compile(r" [-A-Za-z]{4} [0-9]+/[0-9]+/[0-9]+/[0-9]+/\+?[1-9][0-9]* ")
 
 
 def frontdoor(inventory):
@@ -39,9 +41,8 @@ def unfinished_requests(host, minutes):
     """HAProxy's log lines of the last minutes whose session did not end normally (termination state other
     than ----: sQ a queue timeout, SC a refused connection, ...), that a server answered with a 5xx (which
     server said it) or that were retried on another server, and its health check changes."""
-    retried = re.compile(r" [0-9]+/[0-9]+/[0-9]+/[0-9]+/\+?[1-9][0-9]* ")  # the log's retries field
     return [line for line in journal(host, minutes, "-t", "haproxy")
-            if " ---- " not in line or re.search(r" 5[0-9][0-9] [0-9]+ - - ", line) or retried.search(line)]
+            if " ---- " not in line or re.search(r" 5[0-9][0-9] [0-9]+ - - ", line) or RETRIED.search(line)]
 
 
 def instance_lifecycle(hosts, minutes):
@@ -102,6 +103,9 @@ def main():
     print("   load: %.1f s between requests (half of what the slowest instance serves), calibrated through the "
           "front door %s" % (summary["interval_s"], url))
     print(row(summary))
+    retried = [line for line in unfinished_requests(host, (time.monotonic() - started) // 60 + 2) if RETRIED.search(line)]
+    print("   the front door retried %d of them on another server (refused before any answer: a 503 while a model "
+          "loads, a closed connection)" % len(retried))
     if rc != 0:
         print("lab_rollout: playbooks/canary.yml failed (exit %d); its output: %s" % (rc, log), file=sys.stderr)
     bad = [r for r in result["requests"] if r["outcome"] != "completed"]
