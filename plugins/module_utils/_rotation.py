@@ -24,14 +24,14 @@ def _servers(rows, backend):
     return [row for row in rows if row["backend"] == backend and row["server"] != "BACKEND"]
 
 
-def backend_load(rows, backend):
-    """Requests the backend holds now: in its servers and queued (at the backend or at a server)."""
-    queued = sum(row["queue"] for row in rows if row["backend"] == backend)
-    return sum(row["sessions"] for row in _servers(rows, backend)) + queued
-
-
 def queued(rows, backend):
+    """Requests waiting for a slot, at the backend or at one of its servers."""
     return sum(row["queue"] for row in rows if row["backend"] == backend)
+
+
+def backend_load(rows, backend):
+    """Requests the backend holds now: in its servers and queued."""
+    return sum(row["sessions"] for row in _servers(rows, backend)) + queued(rows, backend)
 
 
 def others_slots(rows, backend, server):
