@@ -219,9 +219,10 @@ def _wait_for_capacity(wait, backends, server):
 
 
 def _queue_outgrown(rows, backends, server, max_queue):
-    return [(backend, _rotation.queued(rows, backend), _rotation.queue_bound(rows, backend, server, max_queue))
-            for backend in backends
-            if _rotation.queued(rows, backend) > _rotation.queue_bound(rows, backend, server, max_queue)]
+    """(backend, queued, bound) of each backend whose queue is above its bound."""
+    found = [(backend, _rotation.queued(rows, backend), _rotation.queue_bound(rows, backend, server, max_queue))
+             for backend in backends]
+    return [item for item in found if item[1] > item[2]]
 
 
 def _drain(module, journal, wait, rows, backends):
