@@ -80,4 +80,3 @@ def test_the_command_line_exits_non_zero_on_a_problem(tmp_path, capsys):
     assert "drift: THP enabled" in capsys.readouterr().err
     output.write_text(GOOD, encoding="utf-8")
     assert main_job.main([str(output)]) == 0
-
