@@ -23,6 +23,7 @@ _TOKENS = re.compile(r"^\s+(?P<tokens>\d+) tokens, first token")
 _FRONTDOOR = re.compile(r"^== front door (?P<url>\S+) ")
 _STREAMED = re.compile(r"^(?P<tokens>\d+) tokens, first token")
 
+
 def host_blocks(output: str) -> dict[str, tuple[str, list[str]]]:
     """{host: (arch, lines)} of the samples phase: each block from its `== NAME (ARCH)` line to the next."""
     blocks: dict[str, tuple[str, list[str]]] = {}
