@@ -6,21 +6,26 @@ cache, 4 slots, threads = cores, the engine flags the role's unit adds: ik_llama
 mainline's stays at its default, auto, which its CPU backend turns on), fed streamed requests of the same
 shape as clients send them: per round a run of requests one after another, then the same number in groups
 of 4 at once. Prefill tokens/s = prompt tokens / time to the first token (of the last stream, at 4 streams);
-decode tokens/s = tokens after the first / time from the first token to the last. served / bench says what
+decode tokens/s = tokens after the first / time from the first token to the last (at 4 streams: from the last
+stream's first token, while all four decode; measured from the first stream's until 2026-12-05, which counted
+a later prompt's prefill as decode time). served / bench says what
 the service loses of what the bench shows; max / median over single requests says whether a server slows
 down as it serves (a KV cache that grows across slots).
 
 ik_llama.cpp's correctness beside its speed: our flash-attention check (cpuinfer-fa-check, built with every
 ik build), the mean token log-likelihood of a fixed text with four sequences in every batch with flash
 attention on and off (its perplexity tool), and a storm of concurrent streamed requests of which one in
-eight is longer than a slot's context (refused with a 4xx, the server still up after).
+eight is longer than a slot's context and one in eight has an id no vocabulary has (both refused with a 4xx,
+the server still up after).
 """
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "agent"),
                 str(Path(__file__).resolve().parents[1] / ".build" / "collections")]
@@ -35,8 +40,12 @@ from engine_builds import controller_build_class, q8_model, role_build, role_ins
 ENGINES = {"llama-server": "llama.cpp", "ik_llama.cpp": "ik_llama.cpp"}  # engine -> its build's source
 GOAL = {"served_of_bench_vs_mainline": 0.9, "max_over_median": 1.3, "prefill": 1.3, "decode": 1.1, "streams": 1.0,
         "likelihood": 0.005, "storm": 200}
+# requests started together whose first tokens came further apart than this were not prefilled in one batch
+APART_S = 0.1
 # ik's server under other options than the role's, on the variants model: what each did to served speed
+# (NAME=value: set in the server's environment)
 VARIANTS = {"flash attention off (the role before our fix)": ["--flash-attn", "off"],
+            "finished slots' cells kept (the tree before our fix)": ["CPUINFER_IK_SLOT_CELLS=keep"],
             "prompt cache in RAM off": ["--cache-ram", "0"], "1 slot": ["--parallel", "1"],
             "defragment above 10 %": ["--defrag-thold", "0.1"]}
 
@@ -55,16 +64,21 @@ def summary(values):
 
 def serve(engine, build, model, cores, rounds, requests, extra=()):
     port = served_rate.free_port()
-    argv = serving.server_argv(ENGINES[engine], build, model, cores, port, list(engine_flags(engine)) + list(extra))
+    is_setting = [not e.startswith("-") and "=" in e for e in extra]
+    environment_of_server = dict(e.split("=", 1) for e, setting in zip(extra, is_setting) if setting)
+    flags = [e for e, setting in zip(extra, is_setting) if not setting]
+    argv = serving.server_argv(ENGINES[engine], build, model, cores, port, list(engine_flags(engine)) + flags)
     # ik_llama.cpp's server writes llama.log into its working directory
-    with served_rate.Server(argv, port, model.parent):
+    with mock.patch.dict(os.environ, environment_of_server), served_rate.Server(argv, port, model.parent):
         served_rate.completion(port, -1, serving.PROMPT_TOKENS, serving.GENERATED)  # warm-up: the model's pages in
         measured = served_rate.served(port, rounds, requests, serving.SLOTS, serving.PROMPT_TOKENS, serving.GENERATED)
     log("%s %s %s: %s" % (engine, model.name, " ".join(extra) or "role flags",
                           {c: [m["decode"] for m in ms] for c, ms in measured.items()}))
     return {"argv": " ".join(argv[1:]),
             **{streams: {rate: summary([m[rate] for m in ms]) for rate in ("prefill", "decode")}
-               for streams, ms in measured.items()}}
+               for streams, ms in measured.items()},
+            "apart": {streams: sum(1 for m in ms if m["first_spread"] > APART_S) for streams, ms in measured.items()},
+            "groups": {streams: len(ms) for streams, ms in measured.items()}}
 
 
 def checks(build, model, cores, storm_requests):
@@ -77,8 +91,15 @@ def checks(build, model, cores, storm_requests):
     with served_rate.Server(argv, port, model.parent) as server:
         storm = serving.storm(port, storm_requests)
         storm["server_alive_after"] = server.alive()
+    turns = {}
+    for name, keep in (("role flags", {}), ("cells kept", {"CPUINFER_IK_SLOT_CELLS": "keep"})):
+        port = served_rate.free_port()
+        argv = serving.server_argv("ik_llama.cpp", build, model, cores, port, engine_flags("ik_llama.cpp"))
+        with mock.patch.dict(os.environ, keep), served_rate.Server(argv, port, model.parent):
+            turns[name] = serving.second_turn(port)
     return {"likelihood": {"flash_on": round(on, 5), "flash_off": round(off, 5),
-                           "relative_difference": round(abs(on - off) / abs(off), 5)}, "storm": storm}
+                           "relative_difference": round(abs(on - off) / abs(off), 5)}, "storm": storm,
+            "second_turn": turns}
 
 
 def goals(result):
@@ -103,7 +124,8 @@ def goals(result):
         found["met"]["likelihood"] = c["likelihood"]["relative_difference"] <= GOAL["likelihood"]
         found["met"]["storm"] = (c["storm"]["server_alive_after"] and c["storm"]["health_after"] == 200
                                  and c["storm"]["fitting_statuses"] == ["200"]
-                                 and all(s.startswith("4") for s in c["storm"]["too_long_statuses"]))
+                                 and all(s.startswith("4") for s in c["storm"]["too_long_statuses"]
+                                         + c["storm"]["out_of_vocabulary_statuses"]))
     return found
 
 
@@ -150,6 +172,11 @@ def markdown(data):
                     "%.2f / %.2f" % (cell["prefill"]["max_over_median"], cell["decode"]["max_over_median"])))
         lines += ["", "Flags: " + "; ".join("%s llama-bench `%s`, served `%s`" % (
             e, result["bench"][e]["argv"], result["served"][e]["argv"]) for e in ENGINES), ""]
+        if all("apart" in result["served"][e] for e in ENGINES):
+            lines += ["Groups of 4 started together whose first tokens came more than %.1f s apart (their prompts not "
+                      "prefilled in one batch: earlier first tokens for some, decode counted once all four decode): %s." % (
+                          APART_S, ", ".join("%s %d of %d" % (e, result["served"][e]["apart"]["4"], result["served"][e]["groups"]["4"])
+                                             for e in ENGINES)), ""]
         goal = result["goal"]
         lines += ["served / bench at 1 stream (prefill, decode): %s; ik's over mainline's %.2f, %.2f (goal >= %.1f: %s). "
                   "ik's max / median over single requests %.2f (goal <= %.1f: %s). ik served vs mainline served: 1 stream "
@@ -165,21 +192,30 @@ def markdown(data):
             like, storm = result["checks"]["likelihood"], result["checks"]["storm"]
             lines += ["ik correctness: mean token log-likelihood flash attention on %.4f, off %.4f: %.3f %% apart (goal <= "
                       "%.1f %%: %s). Storm: %d requests from 4 clients at once, %d longer than a slot: those answered %s, "
-                      "the others %s (%d of %d completed); /health after: %s, server process %s (%s)." % (
+                      "%d with an id no vocabulary has: %s, the others %s (%d of %d completed); /health after: %s, "
+                      "server process %s (%s)." % (
                           like["flash_on"], like["flash_off"], 100 * like["relative_difference"], 100 * GOAL["likelihood"],
                           _met(goal, "likelihood"), storm["requests"], storm["too_long"], "/".join(storm["too_long_statuses"]),
-                          "/".join(storm["fitting_statuses"]), storm["fitting_ok"], storm["requests"] - storm["too_long"],
+                          storm["out_of_vocabulary"], "/".join(storm["out_of_vocabulary_statuses"]),
+                          "/".join(storm["fitting_statuses"]), storm["fitting_ok"],
+                          storm["requests"] - storm["too_long"] - storm["out_of_vocabulary"],
                           storm["health_after"], "alive" if storm["server_alive_after"] else "DEAD", _met(goal, "storm")), ""]
+            if "second_turn" in result["checks"]:
+                lines += ["A conversation's second turn (its first turn and a few more tokens), after another client's "
+                          "request: prompt tokens prefilled %s (the rest reused or restored from RAM)." % ", ".join(
+                              "%s %d of %d" % (name, t["prefilled"], t["prompt"]) for name, t in result["checks"]["second_turn"].items()),
+                          ""]
         if "variants" in result:
             lines += ["ik_llama.cpp's server under other options (1 round; everything else as above):", "",
-                      "| options | 1-stream prefill | 1-stream decode | max/median | 4-stream prefill | 4-stream decode |",
-                      "|---|---|---|---|---|---|"]
+                      "| options | 1-stream prefill | 1-stream decode | max/median | 4-stream prefill | 4-stream decode | groups "
+                      "prefilled apart |", "|---|---|---|---|---|---|---|"]
             rows = [("role flags `%s`" % " ".join(engine_flags("ik_llama.cpp")), result["served"]["ik_llama.cpp"])]
             rows += [("%s `%s`" % (name, " ".join(VARIANTS[name])), cell) for name, cell in result["variants"].items()]
             for name, cell in rows:
                 lines.append("| %s | %s | %s | %.2f / %.2f | %s | %s |" % (
                     name, _rate(cell["1"]["prefill"]), _rate(cell["1"]["decode"]), cell["1"]["prefill"]["max_over_median"],
-                    cell["1"]["decode"]["max_over_median"], _rate(cell["4"]["prefill"]), _rate(cell["4"]["decode"])))
+                    cell["1"]["decode"]["max_over_median"], _rate(cell["4"]["prefill"]), _rate(cell["4"]["decode"]))
+                    + (" %d of %d apart |" % (cell["apart"]["4"], cell["groups"]["4"]) if "apart" in cell else " |"))
             lines.append("")
     return "\n".join(lines)
 

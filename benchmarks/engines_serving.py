@@ -7,8 +7,10 @@ import math
 import random
 import re
 import subprocess
+import json
 import threading
 import urllib.error
+import urllib.request
 
 from cpuinfer_agent import stream_probe
 from cpuinfer_agent.served_rate import health, prompt_ids
@@ -20,6 +22,8 @@ GENERATED = 64
 SLOTS = 4
 # a slot holds one request of the measured shape and some room; the storm's long prompts do not fit it
 CTX_SIZE = SLOTS * (PROMPT_TOKENS + GENERATED + 64)
+# a token id beyond any model's vocabulary
+OUT_OF_VOCABULARY = 10_000_000
 
 
 def server_argv(source, directory, model, threads, port, extra=()):
@@ -35,8 +39,8 @@ def server_argv(source, directory, model, threads, port, extra=()):
 
 def storm(port, requests, seed=7):
     """requests sent by SLOTS clients at once, streamed, prompts of random length: one in eight longer than
-    a slot's context (the engine must refuse it with a 4xx), the rest up to nearly a slot, 16 tokens each.
-    Status of each, and whether the server still answers after."""
+    a slot's context and one in eight with an id no vocabulary has (the engine must refuse both with a 4xx),
+    the rest up to nearly a slot, 16 tokens each. Status of each, and whether the server still answers after."""
     rng = random.Random(seed)
     slot = CTX_SIZE // SLOTS
     lengths = [rng.randrange(slot + 16, 2 * slot) if index % 8 == 3 else rng.randrange(8, slot - 32)
@@ -51,7 +55,10 @@ def storm(port, requests, seed=7):
                 index = next(cursor, None)
             if index is None:
                 return
-            body = {"prompt": prompt_ids(seed * 10000 + index, lengths[index]), "max_tokens": 16, "stream": True}
+            prompt = prompt_ids(seed * 10000 + index, lengths[index])
+            if index % 8 == 5:
+                prompt[len(prompt) // 2] = OUT_OF_VOCABULARY
+            body = {"prompt": prompt, "max_tokens": 16, "stream": True}
             try:
                 stream_probe.token_arrivals(port, body, timeout=600)
                 statuses[index] = 200
@@ -64,11 +71,28 @@ def storm(port, requests, seed=7):
         worker.start()
     for worker in workers:
         worker.join()
-    too_long = [s for s, n in zip(statuses, lengths) if n >= slot]
-    fitting = [s for s, n in zip(statuses, lengths) if n < slot]
-    return {"requests": requests, "too_long": len(too_long),
-            "too_long_statuses": sorted(set(map(str, too_long))), "fitting_statuses": sorted(set(map(str, fitting))),
+    too_long = [s for i, (s, n) in enumerate(zip(statuses, lengths)) if n >= slot]
+    unknown_id = [s for i, (s, n) in enumerate(zip(statuses, lengths)) if n < slot and i % 8 == 5]
+    fitting = [s for i, (s, n) in enumerate(zip(statuses, lengths)) if n < slot and i % 8 != 5]
+    return {"requests": requests, "too_long": len(too_long), "too_long_statuses": sorted(set(map(str, too_long))),
+            "out_of_vocabulary": len(unknown_id), "out_of_vocabulary_statuses": sorted(set(map(str, unknown_id))),
+            "fitting_statuses": sorted(set(map(str, fitting))),
             "fitting_ok": sum(1 for s in fitting if s == 200), "health_after": health(port)}
+
+
+def second_turn(port, turn=300, added=40, seed=11):
+    """Prompt tokens a conversation's second turn had to prefill (the server's timings), after another client's
+    request came between its turns: added where the first turn's cells were kept or restored, all otherwise."""
+    first, other = prompt_ids(seed, turn), prompt_ids(seed + 1, turn)
+
+    def prefilled(prompt):
+        body = json.dumps({"prompt": prompt, "n_predict": 4, "temperature": 0, "cache_prompt": True}).encode()
+        request = urllib.request.Request("http://127.0.0.1:%d/completion" % port, body, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=600) as response:
+            return json.loads(response.read())["timings"]["prompt_n"]
+    prefilled(first)
+    prefilled(other)
+    return {"prompt": turn + added, "prefilled": prefilled(first + prompt_ids(seed + 2, added))}
 
 
 def bench(directory, model, threads, source, repetitions, run):

@@ -9,7 +9,9 @@ server inherits them. A server that dies is reported with the end of what it wro
 Prints JSON {"1": {"prefill", "decode"}, "S": {"prefill", "decode"}, "requests"}: medians in tokens/s.
 
 Prefill = prompt tokens / time to the first token (at S streams: of all streams, to the last first token);
-decode = tokens after the first / time from the first token to the last (at S streams: of all streams).
+decode = tokens after the first / time from the first token to the last (at S streams: the tokens of all
+streams after the last first token / the time from it to the last token - while every stream decodes; a span
+from the first first token would count a later prompt's prefill as decode time).
 Prompts are token ids drawn from the model's own tokenization of random words (/tokenize: every id is
 in its vocabulary), different for every request, so no prompt cache helps; prompt caching stays at the
 engine's default, as clients leave it.
@@ -131,10 +133,14 @@ def rates(requests, prompt):
     """Prefill and decode of requests started together (one or several), as the module says."""
     start = min(started for started, arrivals, finished in requests)
     firsts = [arrivals[0] for started, arrivals, finished in requests]
+    all_decoding = max(firsts)
     last = max(arrivals[-1] for started, arrivals, finished in requests)
-    decoded = sum(len(arrivals) - 1 for started, arrivals, finished in requests)
-    return {"prefill": round(len(requests) * prompt / (max(firsts) - start), 2),
-            "decode": round(decoded / (last - min(firsts)), 2) if last > min(firsts) else 0.0}
+    decoded = sum(1 for started, arrivals, finished in requests for arrival in arrivals[1:] if arrival > all_decoding)
+    return {"prefill": round(len(requests) * prompt / (all_decoding - start), 2),
+            "decode": round(decoded / (last - all_decoding), 2) if last > all_decoding else 0.0,
+            # requests started together whose first tokens came apart were not prefilled in one batch: the
+            # decode above then includes the later prompts' prefill
+            "first_spread": round(max(firsts) - min(firsts), 3)}
 
 
 def at_once(port, streams, seed, prompt, generated, vocabulary=None):

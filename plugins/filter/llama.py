@@ -32,15 +32,15 @@ def _mib_up(value):
     return -(-int(value) // MIB) * MIB
 
 
-def model_memory(model, n_ctx, parallel=1, cache_type_k="f16", cache_type_v="f16", engine="llama-server"):
+def model_memory(model, n_ctx, parallel=1, cache_type_k="f16", cache_type_v="f16", engine="llama-server", prompt_cache=0):
     """{weights, kv_cache, need, memory_high, memory_max} in bytes for one instance of a model
-    (model: the metadata check_gguf.py prints)."""
+    (model: the metadata check_gguf.py prints; prompt_cache: bytes of the engine's prompt cache in RAM)."""
     try:
         tokens = whole_number(n_ctx, "n_ctx") * whole_number(parallel, "parallel")
         per_token_layer = model["head_count_kv"] * (model["key_length"] * CACHE_TYPE_BYTES[cache_type_k]
                                                     + model["value_length"] * CACHE_TYPE_BYTES[cache_type_v])
         kv_cache = int(tokens * model["layers"] * per_token_layer)
-        need = model["bytes"] + kv_cache + ENGINE_OVERHEAD[engine]
+        need = model["bytes"] + kv_cache + int(prompt_cache) + ENGINE_OVERHEAD[engine]
     except (KeyError, TypeError) as exc:
         raise AnsibleFilterError("model_memory: needs the metadata of check_gguf.py and known types: %s" % exc)
     return {"weights": model["bytes"], "kv_cache": kv_cache, "need": need,
@@ -104,13 +104,36 @@ def _memory(instance, model, problems):
                             "derived from the GGUF file" % (name, instance["model"]))
         return instance.get("memory_high") or "", instance.get("memory_max") or ""
     derived = model_memory(model, instance["n_ctx"], instance["parallel"], instance["cache_type_k"],
-                           instance["cache_type_v"], instance["engine"])
+                           instance["cache_type_v"], instance["engine"], instance["cache_ram_mib"] * MIB)
     if given_max not in (None, UNLIMITED) and given_max < model["bytes"]:
         problems.append("instance %s: memory_max %s is below the model's weights (%s): it could never load"
                         % (name, instance["memory_max"], format_size(model["bytes"])))
     high = instance.get("memory_high") or (format_size(derived["memory_high"]) if given_max is None else "")
     maximum = instance.get("memory_max") or format_size(derived["memory_max"])
     return high, maximum
+
+
+def _prompt_cache_mib(instance, model, problems):
+    """MiB of the engine's prompt cache in RAM (--cache-ram): given, else as large as the instance's KV cache
+    (the engines' own default, 8 GiB, is counted in no memory limit); 0 for an engine without one."""
+    given = instance.get("cache_ram")
+    if not instance["http_server"]:
+        return 0
+    if given not in ("", None):
+        size = _size_or_none(given)
+        if size is None or size == UNLIMITED:
+            problems.append("instance %s: cache_ram %r is not a size (bytes or K/M/G/T; 0 turns the prompt cache off)"
+                            % (instance["name"], given))
+            return 0
+        return -(-size // MIB)
+    if model is None:
+        return 0
+    try:
+        kv_cache = model_memory(model, instance["n_ctx"], instance["parallel"], instance["cache_type_k"],
+                                instance["cache_type_v"], instance["engine"])["kv_cache"]
+    except AnsibleFilterError:
+        return 0
+    return -(-kv_cache // MIB)
 
 
 PLACEMENTS = ("single", "per_node", "per_l3")
@@ -203,7 +226,9 @@ def llama_instances(instances, defaults, allowed_cpus, core_cpus, models, extra_
             problems.append("instance %s: extra_args are llama.cpp server flags; engine %s takes none" % (name, instance["engine"]))
         problems += extra_args_problems(name, instance.get("extra_args"), extra_flags, instance["engine"])
         problems += _flash_attention_problems(instance)
-        instance["memory_high"], instance["memory_max"] = _memory(instance, (models or {}).get(instance["base_name"]), problems)
+        model = (models or {}).get(instance["base_name"])
+        instance["cache_ram_mib"] = _prompt_cache_mib(instance, model, problems)
+        instance["memory_high"], instance["memory_max"] = _memory(instance, model, problems)
         instance["ctx_total"] = int(instance["n_ctx"]) * int(instance["parallel"])
         result.append(instance)
     for what in ("name", "port"):

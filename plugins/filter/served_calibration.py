@@ -26,8 +26,8 @@ GENERATED = 64
 
 
 def served_rate_argv(binary, agent_bin, model, instance, source, engine_flags, requests):
-    """cpuinfer-served-rate starting source's server with the instance's slots, context, cache types and
-    ubatch, the flags the role's unit adds for the engine (engine_flags: engine -> flags), on a free loopback
+    """cpuinfer-served-rate starting source's server with the instance's slots, context, cache types, prompt
+    cache and ubatch, the flags the role's unit adds for the engine (engine_flags: engine -> flags), on a free loopback
     port, threads = the instance's cores (the same for both engines: the run compares engines, not threads);
     requests of 512 prompt tokens and 64 generated, or less where a slot is smaller."""
     try:
@@ -35,6 +35,8 @@ def served_rate_argv(binary, agent_bin, model, instance, source, engine_flags, r
         server = [binary, "--model", model, "--host", "127.0.0.1", "--port", "{port}", "--threads", cores,
                   "--threads-batch", cores, "--parallel", parallel, "--ctx-size", n_ctx * parallel,
                   "--cache-type-k", instance["cache_type_k"], "--cache-type-v", instance["cache_type_v"]]
+        if "cache_ram_mib" in instance:
+            server += ["--cache-ram", instance["cache_ram_mib"]]
         if instance.get("n_ubatch"):
             server += ["--ubatch-size", instance["n_ubatch"]]
         server += list(engine_flags.get(SOURCE_ENGINE[source], [])) + (

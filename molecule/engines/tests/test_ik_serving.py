@@ -66,10 +66,13 @@ def test_four_streamed_completions_at_once_through_the_openai_client(host):
     assert host.service(UNIT).is_running
 
 
-def test_a_prompt_longer_than_a_slot_is_refused_and_the_server_stays_up(host):
+def test_a_prompt_too_long_for_a_slot_or_with_an_id_beyond_the_vocabulary_is_refused_and_the_server_stays_up(host):
     client = client_of(host)
     with pytest.raises(openai.BadRequestError):
         client.completions.create(model="tiny-ik", prompt=[1 + index % 200 for index in range(400)], max_tokens=4)
+    # llama-tiny has 512 tokens
+    with pytest.raises(openai.BadRequestError, match="outside the model's vocabulary"):
+        client.completions.create(model="tiny-ik", prompt=[1, 2, 99999], max_tokens=4)
     stream = client.completions.create(model="tiny-ik", prompt="Still here", max_tokens=4, stream=True,
                                        extra_body={"ignore_eos": True})
     assert [chunk for chunk in stream if chunk.choices and chunk.choices[0].text]

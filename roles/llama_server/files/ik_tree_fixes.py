@@ -26,6 +26,19 @@ kv-restore-contiguous  Restoring a saved prompt into a slot (the server's prompt
     several slots they are not, and the server aborted (GGML_ASSERT(kv_self.cells[kv_self.head].pos ==
     batch.pos[0])). The restore now fails instead - its cells removed, the request served without the
     saved prompt - as the restore already did when it found no cells at all.
+prompt-ids-in-vocab  A completion whose prompt is given as token ids took the server down when an id was
+    outside the model's vocabulary: the ids went unchecked to slot selection, which turns them into text
+    (and the decode reads past the embeddings). The tree has the check (server_tokens::validate) but never
+    calls it; it is now called where the request is parsed, before any task exists, and such a prompt is
+    refused with 400, as mainline's server does.
+slot-cells-freed  The server keeps a finished request's cells in the one KV cache shared by every slot
+    (for reuse by the slot's next prompt), so the cache's used span grows towards every slot's last context
+    and each prompt pays for cells of other slots (DeepSeek's MLA rebuilds K and V for every used cell): a
+    lone stream after a few concurrent ones was prefilled at two thirds of a fresh server's speed. A finished
+    slot's cells are now saved in the server's prompt cache in RAM and then freed; the next turn of the same
+    conversation is restored from RAM (freed without the save, it would be prefilled whole again). With the
+    prompt cache off (--cache-ram 0) the cells are kept, as before. CPUINFER_IK_SLOT_CELLS=keep in the server's environment keeps the tree's
+    behaviour (the engines benchmark compares both).
 fa-check  Not a fix: our flash-attention check (fa_check/fa-check.cpp, added by engine_sources) built
     as one more target of the tree.
 """
@@ -37,6 +50,7 @@ _FA = "ggml/src/iqk/fa/iqk_fa_templates.h"
 _SERVER = "examples/server/server-context.cpp"
 _EXAMPLES = "examples/CMakeLists.txt"
 _LLAMA = "src/llama.cpp"
+_HTTP = "examples/server/server.cpp"
 
 _BLOCK_SEEN = r'''namespace {
 
@@ -88,6 +102,32 @@ _RESTORE_CHECK = r'''            // cpuinfer.llm (kv-restore-contiguous): cells 
             }
 '''
 
+_IDS_IN_VOCAB = r'''\1// cpuinfer.llm (prompt-ids-in-vocab): an id the vocabulary lacks is refused before any task exists
+\1for (const auto & input : inputs) {
+\1    if (!input.validate(ctx_server.ctx)) {
+\1        throw std::invalid_argument("the prompt has a token id outside the model's vocabulary");
+\1    }
+\1}
+\1tasks.reserve(inputs.size());
+'''
+
+_FREE_RELEASE = r'''\1metrics.on_prediction(slot);
+\1// cpuinfer.llm (slot-cells-freed): a finished slot's cells saved in the prompt cache in RAM, then freed
+\1static const bool keep_cells = std::getenv("CPUINFER_IK_SLOT_CELLS") != nullptr
+\1    && std::string(std::getenv("CPUINFER_IK_SLOT_CELLS")) == "keep";
+\1if (!keep_cells && prompt_cache && !params_base.do_checkpoint && !slot.cache_tokens.empty()
+\1        && slot.cache_tokens.size() >= (size_t) cache_ram_n_min) {
+\1    copy_data_to_cached_prompt(slot.cache_tokens, slot);
+\1    slot.server_cached_prompt.data.clear();
+\1    slot.prompt_save(*prompt_cache);
+\1    prompt_cache->update();
+\1    llama_kv_cache_seq_rm(ctx, slot.id, -1, -1);
+\1    slot.cache_tokens.keep_first(0);
+\1    slot.n_discarded_prompt = 0;
+\1    slot.n_kept_prompt = 0;
+\1}
+'''
+
 
 class Expand:
     """A replacement that names the pattern's groups (\\1); a plain string is put in as it is written."""
@@ -126,6 +166,10 @@ FIXES = (
      r"^ *// DEBUG CHECK: kv_self\.head should be our first cell.*\n *// Assume that this is one contiguous block of cells\n"
      r"(?: *GGML_ASSERT\(kv_self\.(?:head|cells).*\);\n){5}", _RESTORE_CHECK, 1),
     ("prompt-fits-slot", _SERVER, r"^ *if \(slot\.ga_n == 1 && slot\.n_prompt_tokens >= slot\.n_ctx\) \{\n", _PROMPT_TOO_LONG, 1),
+    ("prompt-ids-in-vocab", _HTTP, r"^( *)tasks\.reserve\(inputs\.size\(\)\);\n", Expand(_IDS_IN_VOCAB), 1),
+    ("slot-cells-freed", _SERVER,
+     r"^( *)slot\.released = true;\n *metrics\.on_prediction\(slot\);\n",
+     Expand(r"\1slot.released = true;\n" + _FREE_RELEASE), 1),
 )
 # marks a file already fixed (a tree completed twice is left as it is)
 _MARK = "cpuinfer.llm ("

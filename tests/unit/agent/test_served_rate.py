@@ -103,9 +103,11 @@ def test_without_a_server_argv_it_says_how_to_give_one():
 
 
 @pytest.mark.parametrize("requests, expected", [
-    ([(0.0, [1.0, 2.0, 3.0], 3.0)], {"prefill": 100.0, "decode": 1.0}),
-    # two at once: all prompt tokens over the time to the last first token; decode over the common span
-    ([(0.0, [1.0, 1.5, 2.0], 2.0), (0.0, [2.0, 3.0], 3.0)], {"prefill": 100.0, "decode": 1.5}),
+    ([(0.0, [1.0, 2.0, 3.0], 3.0)], {"prefill": 100.0, "decode": 1.0, "first_spread": 0.0}),
+    # two at once: all prompt tokens over the time to the last first token; decode from it, while both decode
+    # (the first's tokens at 1.5 and 2.0 came while the second's prompt was still prefilled or at its first token)
+    ([(0.0, [1.0, 1.5, 2.0], 2.0), (0.0, [2.0, 3.0], 3.0)], {"prefill": 100.0, "decode": 1.0, "first_spread": 1.0}),
+    ([(0.0, [1.0, 2.0, 3.0], 3.0), (0.0, [1.0, 2.0, 3.0], 3.0)], {"prefill": 200.0, "decode": 2.0, "first_spread": 0.0}),
 ])
 def test_rates_from_arrivals(requests, expected):
     assert served_rate.rates(requests, 100) == expected

@@ -43,7 +43,11 @@ def test_an_instance_without_limits_gets_derived_ones_and_its_threads():
     result = plan({"name": "tiny", "model": "m.gguf", "parallel": 2})
     assert result["problems"] == []
     instance = result["instances"][0]
-    derived = model_memory(TINY, 512, 2)
+    # the prompt cache in RAM as large as the KV cache (MiB up), and counted
+    kv_cache = model_memory(TINY, 512, 2)["kv_cache"]
+    assert instance["cache_ram_mib"] == -(-kv_cache // MIB) == 1
+    derived = model_memory(TINY, 512, 2, prompt_cache=MIB)
+    assert derived["need"] == model_memory(TINY, 512, 2)["need"] + MIB
     assert instance["memory_max"] == "%dM" % (derived["memory_max"] // MIB)
     assert instance["memory_high"] == "%dM" % (derived["memory_high"] // MIB)
     assert instance["threads"] == 2 and instance["allowed_cpus"] == "2-3" and instance["ctx_total"] == 1024
@@ -59,12 +63,27 @@ def test_given_limits_stand_and_a_given_max_alone_gets_no_derived_high():
     ({"engine": "llama-cpp-python", "parallel": 2}, "serves one request at a time"),
     ({"parallel": 0}, "parallel must be at least 1"),
     ({"memory_max": "lots"}, "memory_max 'lots' is not a size"),
+    ({"cache_ram": "max"}, "cache_ram 'max' is not a size"),
+    ({"cache_ram": "lots"}, "cache_ram 'lots' is not a size"),
     ({"extra_args": ["--port", "9"]}, "extra_args flag --port is not allowed"),
     ({"extra_args": ["0.7"]}, "extra_args word '0.7' follows no flag"),
 ])
 def test_refusals(instance, words):
     result = plan(dict({"name": "tiny", "model": "m.gguf"}, **instance))
     assert any(words in problem for problem in result["problems"]), result["problems"]
+
+
+@pytest.mark.parametrize("given, mib", [("0", 0), ("64M", 64), ("1G", 1024), (1, 1)])
+def test_a_given_prompt_cache_is_passed_in_mib_and_counted_in_the_limits(given, mib):
+    instance = plan({"name": "tiny", "model": "m.gguf", "cache_ram": given})["instances"][0]
+    assert instance["cache_ram_mib"] == mib
+    assert instance["memory_max"] == "%dM" % (model_memory(TINY, 512, prompt_cache=mib * MIB)["memory_max"] // MIB)
+
+
+def test_the_python_engine_and_an_unreadable_model_get_no_prompt_cache():
+    assert plan({"name": "tiny", "model": "m.gguf", "engine": "llama-cpp-python"})["instances"][0]["cache_ram_mib"] == 0
+    far = plan({"name": "far", "model": "https://x/m.gguf", "memory_max": "2G"}, models={})["instances"][0]
+    assert far["cache_ram_mib"] == 0
 
 
 def test_a_model_the_controller_cannot_read_needs_memory_max():

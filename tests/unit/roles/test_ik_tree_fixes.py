@@ -42,6 +42,18 @@ SERVER = """                    if (slot.embedding) {
                         if (slot.ga_n == 1 && slot.n_prompt_tokens >= slot.n_ctx) {
                             if (!params_base.ctx_shift) {
 """
+RELEASE = """void server_context::release_slot_after_final_response(server_slot & slot) {
+    slot.print_timings();
+    slot.release();
+    slot.released = true;
+    metrics.on_prediction(slot);
+}
+"""
+HTTP = """                    inputs = tokenize_input_prompts(llama_get_vocab(ctx_server.ctx), ctx_server.mctx, prompt, true, true);
+                }
+                tasks.reserve(inputs.size());
+                for (size_t i = 0; i < inputs.size(); i++) {
+"""
 EXAMPLES = "    add_subdirectory(sweep-bench)\n    add_subdirectory(tokenize)\nendif()\n"
 RESTORE = """            if (!llama_kv_cache_find_slot(kv_self, batch)) {
                 return false;
@@ -61,8 +73,8 @@ RESTORE = """            if (!llama_kv_cache_find_slot(kv_self, batch)) {
 
 def vendored_tree(root, scans=4):
     vendor = root / "vendor" / "ik_llama.cpp"
-    for relative, text in ((ik_tree_fixes._FA, FA_HEADER % (BLOCK_SCAN * scans)), (ik_tree_fixes._SERVER, SERVER),
-                           (ik_tree_fixes._EXAMPLES, EXAMPLES), (ik_tree_fixes._LLAMA, RESTORE)):
+    for relative, text in ((ik_tree_fixes._FA, FA_HEADER % (BLOCK_SCAN * scans)), (ik_tree_fixes._SERVER, SERVER + RELEASE),
+                           (ik_tree_fixes._EXAMPLES, EXAMPLES), (ik_tree_fixes._LLAMA, RESTORE), (ik_tree_fixes._HTTP, HTTP)):
         (vendor / relative).parent.mkdir(parents=True, exist_ok=True)
         (vendor / relative).write_text(text)
     return vendor
@@ -110,6 +122,32 @@ def test_a_prompt_restored_into_scattered_cells_fails_the_restore_instead_of_abo
     assert "kv_self.cells[kv_self.head + i].pos == batch.pos[i]" in check and "return false;" in check
     # the C++ string keeps its escape: the fix is put in as written, not read as a template
     assert 'kv cache\\n", __func__' in check
+
+
+def test_a_prompt_id_outside_the_vocabulary_is_refused_where_the_request_is_parsed(tmp_path):
+    vendor = vendored_tree(tmp_path)
+    engine_sources.complete("ik_llama.cpp", str(tmp_path))
+    http = (vendor / ik_tree_fixes._HTTP).read_text()
+    # before any task is made: slot selection turns the ids into text
+    check = http.index("if (!input.validate(ctx_server.ctx))")
+    assert http.index("tokenize_input_prompts") < check < http.index("tasks.reserve") < http.index("for (size_t i = 0;")
+    # the handler's catch answers an exception with ERROR_TYPE_INVALID_REQUEST (400)
+    assert "throw std::invalid_argument(\"the prompt has a token id outside the model's vocabulary\");" in http
+
+
+def test_a_finished_slots_cells_are_saved_in_ram_before_they_are_freed_and_kept_without_a_prompt_cache(tmp_path):
+    vendor = vendored_tree(tmp_path)
+    engine_sources.complete("ik_llama.cpp", str(tmp_path))
+    server = (vendor / ik_tree_fixes._SERVER).read_text()
+    release = server[server.index("release_slot_after_final_response"):]
+    # after the slot is released and counted; saved before freed (the next turn is restored from RAM)
+    order = ["slot.release();", "metrics.on_prediction(slot);", "slot.prompt_save(*prompt_cache);",
+             "llama_kv_cache_seq_rm(ctx, slot.id, -1, -1);", "slot.cache_tokens.keep_first(0);"]
+    assert [release.index(line) for line in order] == sorted(release.index(line) for line in order)
+    # nothing freed without a prompt cache to restore from, or when the environment asks to keep
+    condition = release[release.index("if (!keep_cells"):release.index("copy_data_to_cached_prompt")]
+    assert "prompt_cache &&" in condition and "!params_base.do_checkpoint" in condition
+    assert '== "keep"' in release[release.index("keep_cells ="):release.index("if (!keep_cells")]
 
 
 def test_the_flash_attention_check_is_one_more_target_of_the_tree(tmp_path):

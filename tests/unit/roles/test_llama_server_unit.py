@@ -12,7 +12,7 @@ TEMPLATE = ROLE / "templates" / "llama-server.service.j2"
 ENGINE_FLAGS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["__llama_server_engine_flags"]
 INSTANCE = {"name": "x", "best_effort": False, "threads": 3, "threads_batch": 4, "parallel": 2, "n_ctx": 256,
             "ctx_total": 512, "n_batch": 0, "n_ubatch": 512, "cache_type_k": "f16", "cache_type_v": "f16",
-            "load_mode": "mlock", "numa": "numactl", "chat_template": "", "embeddings": False, "extra_args": [],
+            "cache_ram_mib": 6, "load_mode": "mlock", "numa": "numactl", "chat_template": "", "embeddings": False, "extra_args": [],
             "model_sha256": "a" * 64, "port": 8081, "numa_first_touch": False, "cpu_weight": 100, "cpu_quota": 0,
             "memory_min": "", "memory_low": "", "memory_high": "1G", "memory_max": "2G", "allowed_cpus": "1-3",
             "allowed_memory_nodes": "", "numa_policy": "", "io_weight": 0, "sched_policy": "", "sched_priority": 0,
@@ -39,7 +39,7 @@ def test_the_fork_runs_its_own_build_with_its_own_flags():
                                 extra_args=["-rtr"]))
     assert command.startswith("/opt/b/ik-key/engine/llama-server ")
     assert "--threads 3 --threads-batch 4" in command and "--ubatch-size 512" in command
-    assert " --mlock " in command and "--load-mode" not in command
+    assert " --mlock " in command and "--load-mode" not in command and " --cache-ram 6 " in command
     # flash attention on (our fix of its kernels), before the instance's own flags, which may turn it off
     assert command.endswith("--flash-attn on -rtr --metrics --webui none")
     off = exec_start(render(engine="ik_llama.cpp", source="ik_llama.cpp", http_server=True, extra_args=["--flash-attn", "off"]))
@@ -51,6 +51,8 @@ def test_mainline_keeps_its_flags():
     command = exec_start(unit)
     assert command.startswith("/opt/b/key/engine/llama-server ")
     assert "--load-mode mmap+mlock" in command and command.endswith("--metrics --no-webui")
+    # the prompt cache in RAM bounded as the memory limits count it (the engine's own default is 8 GiB)
+    assert "--cache-type-v f16 --cache-ram 6 " in command
     assert "flash-attn" not in command and "ExecStartPre" not in unit
 
 
