@@ -125,7 +125,7 @@ def _prompt_cache_mib(instance, model, problems):
             problems.append("instance %s: cache_ram %r is not a size (bytes or K/M/G/T; 0 turns the prompt cache off)"
                             % (instance["name"], given))
             return 0
-        return -(-size // MIB)
+        return _mib_up(size) // MIB
     if model is None:
         return 0
     try:
@@ -133,7 +133,7 @@ def _prompt_cache_mib(instance, model, problems):
                                 instance["cache_type_v"], instance["engine"])["kv_cache"]
     except AnsibleFilterError:
         return 0
-    return -(-kv_cache // MIB)
+    return _mib_up(kv_cache) // MIB
 
 
 PLACEMENTS = ("single", "per_node", "per_l3")
