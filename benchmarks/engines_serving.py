@@ -45,6 +45,7 @@ def storm(port, requests, seed=7):
     slot = CTX_SIZE // SLOTS
     lengths = [rng.randrange(slot + 16, 2 * slot) if index % 8 == 3 else rng.randrange(8, slot - 32)
                for index in range(requests)]
+    unknown_ids = [index % 8 == 5 for index in range(requests)]
     statuses = [None] * requests
     cursor = iter(range(requests))
     lock = threading.Lock()
@@ -56,7 +57,7 @@ def storm(port, requests, seed=7):
             if index is None:
                 return
             prompt = prompt_ids(seed * 10000 + index, lengths[index])
-            if index % 8 == 5:
+            if unknown_ids[index]:
                 prompt[len(prompt) // 2] = OUT_OF_VOCABULARY
             body = {"prompt": prompt, "max_tokens": 16, "stream": True}
             try:
@@ -71,9 +72,8 @@ def storm(port, requests, seed=7):
         worker.start()
     for worker in workers:
         worker.join()
-    too_long = [s for i, (s, n) in enumerate(zip(statuses, lengths)) if n >= slot]
-    unknown_id = [s for i, (s, n) in enumerate(zip(statuses, lengths)) if n < slot and i % 8 == 5]
-    fitting = [s for i, (s, n) in enumerate(zip(statuses, lengths)) if n < slot and i % 8 != 5]
+    kinds = ["too long" if n >= slot else "unknown id" if unknown else "fitting" for n, unknown in zip(lengths, unknown_ids)]
+    too_long, unknown_id, fitting = ([s for s, k in zip(statuses, kinds) if k == kind] for kind in ("too long", "unknown id", "fitting"))
     return {"requests": requests, "too_long": len(too_long), "too_long_statuses": sorted(set(map(str, too_long))),
             "out_of_vocabulary": len(unknown_id), "out_of_vocabulary_statuses": sorted(set(map(str, unknown_id))),
             "fitting_statuses": sorted(set(map(str, fitting))),

@@ -138,8 +138,7 @@ def rates(requests, prompt):
     decoded = sum(1 for started, arrivals, finished in requests for arrival in arrivals[1:] if arrival > all_decoding)
     return {"prefill": round(len(requests) * prompt / (all_decoding - start), 2),
             "decode": round(decoded / (last - all_decoding), 2) if last > all_decoding else 0.0,
-            # requests started together whose first tokens came apart were not prefilled in one batch: the
-            # decode above then includes the later prompts' prefill
+            # requests started together whose first tokens came apart were not prefilled in one batch
             "first_spread": round(max(firsts) - min(firsts), 3)}
 
 

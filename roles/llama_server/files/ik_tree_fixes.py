@@ -37,8 +37,8 @@ slot-cells-freed  The server keeps a finished request's cells in the one KV cach
     lone stream after a few concurrent ones was prefilled at two thirds of a fresh server's speed. A finished
     slot's cells are now saved in the server's prompt cache in RAM and then freed; the next turn of the same
     conversation is restored from RAM (freed without the save, it would be prefilled whole again). With the
-    prompt cache off (--cache-ram 0) the cells are kept, as before. CPUINFER_IK_SLOT_CELLS=keep in the server's environment keeps the tree's
-    behaviour (the engines benchmark compares both).
+    prompt cache off (--cache-ram 0) the cells are kept, as before. CPUINFER_IK_SLOT_CELLS=keep in the
+    server's environment keeps the tree's behaviour (the engines benchmark compares both).
 fa-check  Not a fix: our flash-attention check (fa_check/fa-check.cpp, added by engine_sources) built
     as one more target of the tree.
 """
