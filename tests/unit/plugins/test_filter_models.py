@@ -2,7 +2,8 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.cpuinfer.llm.plugins.filter.models import model_files, models_to_place
+from ansible_collections.cpuinfer.llm.plugins.filter.models import (
+    model_checks_by_instance, model_files, models_to_place, play_local_models)
 
 A, B = "a" * 64, "b" * 64
 INSTANCES = [{"name": "one", "model": "/m/a.gguf", "model_sha256": A},
@@ -38,3 +39,27 @@ def test_a_file_not_reported_is_placed():
 def test_what_is_not_instances_and_records_is_refused(instances, records):
     with pytest.raises(AnsibleFilterError):
         models_to_place(instances, "/d", records)
+
+
+def test_the_play_checks_each_local_model_once_whatever_the_hosts_run():
+    other = [{"name": "solo", "model": "/m/c.gguf", "model_sha256": "c" * 64}]
+    hostvars = {"h1": {"llama_server_instances": INSTANCES}, "h2": {"llama_server_instances": INSTANCES + other},
+                "h3": {}}
+    assert play_local_models(["h1", "h2", "h3"], hostvars, other) == [
+        {"name": "one", "model": "/m/a.gguf", "model_sha256": A},
+        {"name": "solo", "model": "/m/c.gguf", "model_sha256": "c" * 64}]
+
+
+def test_a_host_without_its_own_instances_runs_the_plays():
+    assert play_local_models(["h"], {"h": {}}, INSTANCES[:1]) == [{"name": "one", "model": "/m/a.gguf", "model_sha256": A}]
+
+
+def test_each_instance_gets_its_models_report():
+    results = [{"item": {"model": "/m/a.gguf", "model_sha256": A}, "stdout": '{"layers": 2}'}]
+    assert model_checks_by_instance(INSTANCES, results) == {"one": {"layers": 2}, "two": {"layers": 2}}
+
+
+def test_an_instance_whose_model_was_not_checked_is_refused_by_name():
+    results = [{"item": {"model": "/m/a.gguf", "model_sha256": B}, "stdout": "{}"}]
+    with pytest.raises(AnsibleFilterError, match="instance one: its model /m/a.gguf was not among"):
+        model_checks_by_instance(INSTANCES, results)

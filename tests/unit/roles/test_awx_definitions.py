@@ -121,3 +121,29 @@ def test_the_execution_environment_context_carries_the_collection(tmp_path):
     assert steps.index("COPY _build /build") < steps.index("ansible-galaxy collection install")
     assert "pyelftools==0.33" in (context / "_build" / "requirements.txt").read_text()
     assert "mmdebstrap" in (context / "_build" / "bindep.txt").read_text()
+
+
+SLICED = {"cpuinfer verify"}
+
+
+@pytest.mark.parametrize("entry", CONTROLLER["controller_templates"], ids=lambda e: e["name"])
+def test_only_templates_whose_hosts_are_independent_are_sliced(entry):
+    """A slice's inventory holds its hosts only: the canary's batches and site's front-door play (every
+    backend's served instances) would each see a part of the fleet."""
+    sliced = entry.get("job_slice_count", 1) > 1
+    assert sliced == (entry["name"] in SLICED)
+    if entry["name"] in ("cpuinfer canary", "cpuinfer site"):
+        assert "slice" in entry["description"].lower()
+    assert entry.get("ask_job_slice_count_on_launch", False) == sliced
+
+
+@pytest.mark.parametrize("entry", CONTROLLER["controller_templates"], ids=lambda e: e["name"])
+def test_templates_run_in_a_defined_instance_group(entry):
+    groups = {g["name"]: g for g in CONTROLLER["controller_instance_groups"]}
+    assert entry["instance_groups"] and set(entry["instance_groups"]) <= set(groups)
+    assert all(entry["forks"] <= groups[name]["max_forks"] for name in entry["instance_groups"])
+
+
+def test_the_workflow_never_slices_the_canary_steps():
+    for node in CONTROLLER["controller_workflows"][0]["workflow_nodes"]:
+        assert "job_slice_count" not in node and "job_slice_count" not in node.get("extra_data", {})
