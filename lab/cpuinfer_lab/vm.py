@@ -126,10 +126,22 @@ def boot_order(specs: list["VmSpec"]) -> list["VmSpec"]:
     return ordered
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
-        return sock.getsockname()[1]
+def _free_ports(count: int) -> list[int]:
+    """count distinct loopback ports free now. Every socket stays bound until all are chosen: a port
+    released before the next is asked for can be handed out again (CI once got one port for two forwards)."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind((LOOPBACK, 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+# qemu's words when a port chosen free was taken (by another stage's VM) before qemu bound it
+PORT_TAKEN = "Could not set up host forwarding rule"
+PORT_ATTEMPTS = 3
 
 
 def _machine_id(name: str) -> str:
@@ -306,19 +318,27 @@ def _launch(spec: VmSpec, log, pin_offset: int = 0) -> VmRecord:
     )
     if spec.boot == "grub":
         boot_loader.create_boot_disk(vmdir)
-    ssh_port = _free_port()
-    forwarded = {str(guest): _free_port() for guest in spec.forwards}
     peer_addresses, guestfwds = peer_forwards(spec.peers)
-    record = VmRecord(
-        name=spec.name, arch=spec.arch, cpus=spec.cpus, memory_mb=spec.memory_mb,
-        cpu_model=spec.cpu_model or DEFAULT_CPU_MODEL[spec.arch], accel=spec.accel,
-        ssh_port=ssh_port, forwarded=forwarded, identity_file=str(img.ssh_key),
-        serial_log=str(vmdir / "serial.log"), image=str(img.directory), peer_addresses=peer_addresses, boot=spec.boot,
-    )
-    argv = _qemu_argv(spec, img, vmdir, ssh_port, forwarded, guestfwds)
-    (vmdir / "qemu-argv.json").write_text(json.dumps(argv) + "\n", encoding="utf-8")
-    _start_qemu(spec, record, argv, pin_offset, "qemu did not start")
-    return record
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        ssh_port, *ports = _free_ports(1 + len(spec.forwards))
+        forwarded = {str(guest): port for guest, port in zip(spec.forwards, ports)}
+        record = VmRecord(
+            name=spec.name, arch=spec.arch, cpus=spec.cpus, memory_mb=spec.memory_mb,
+            cpu_model=spec.cpu_model or DEFAULT_CPU_MODEL[spec.arch], accel=spec.accel,
+            ssh_port=ssh_port, forwarded=forwarded, identity_file=str(img.ssh_key),
+            serial_log=str(vmdir / "serial.log"), image=str(img.directory), peer_addresses=peer_addresses,
+            boot=spec.boot,
+        )
+        argv = _qemu_argv(spec, img, vmdir, ssh_port, forwarded, guestfwds)
+        (vmdir / "qemu-argv.json").write_text(json.dumps(argv) + "\n", encoding="utf-8")
+        try:
+            _start_qemu(spec, record, argv, pin_offset, "qemu did not start")
+            return record
+        except LabError as error:
+            if PORT_TAKEN not in str(error) or attempt == PORT_ATTEMPTS:
+                raise
+            log(f"lab: VM {spec.name}: a chosen port was taken before qemu bound it; new ports (try {attempt + 1})")
+    raise AssertionError("unreachable")
 
 
 def _start_qemu(spec: VmSpec, record: VmRecord, argv: list[str], pin_offset: int, failure: str) -> None:

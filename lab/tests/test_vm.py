@@ -216,3 +216,55 @@ def test_the_grub_vm_keeps_the_labs_command_line_without_root_and_quiet():
     script = boot_loader.install_script("rw console=ttyS0 systemd.hostname=g")
     assert 'GRUB_CMDLINE_LINUX="rw console=ttyS0 systemd.hostname=g"' in script
     assert "grub-install --target=i386-pc /dev/vdb" in script and script.rstrip().endswith("sync")
+
+
+def test_ports_chosen_for_one_vm_are_distinct_even_when_the_kernel_reuses_a_released_one(monkeypatch):
+    """A port released before the next bind may come back (CI got 60117 for two forwards of one VM);
+    here every bind of a released socket gets the port the previous socket had."""
+    released = []
+
+    class ReusingSocket:
+        def __init__(self, *args):
+            self.port = None
+
+        def bind(self, address):
+            self.port = released.pop() if released else 40000 + len(bound)
+            bound.append(self.port)
+
+        def getsockname(self):
+            return (vm.LOOPBACK, self.port)
+
+        def close(self):
+            released.append(self.port)
+
+    bound = []
+    monkeypatch.setattr(vm.socket, "socket", ReusingSocket)
+    ports = vm._free_ports(4)
+    assert len(set(ports)) == 4
+
+
+def test_a_port_taken_before_qemu_binds_it_is_chosen_again_other_errors_are_not(lab_state, monkeypatch, tmp_path):
+    monkeypatch.setattr(vm.images, "build", lambda arch, log: image.Image(arch, tmp_path))
+    monkeypatch.setattr(vm.images, "prune_stale", lambda *args, **kwargs: None)
+    monkeypatch.setattr(vm.subprocess, "run", lambda *args, **kwargs: subprocess.CompletedProcess(args, 0))
+    starts = []
+
+    def start(spec, record, argv, pin_offset, failure):
+        starts.append(record.forwarded)
+        if len(starts) == 1:
+            raise vm.LabError(f"VM {spec.name}: {failure}: qemu: {vm.PORT_TAKEN} 'tcp:127.0.0.1:1-:8081'")
+
+    monkeypatch.setattr(vm, "_start_qemu", start)
+    logged = []
+    record = vm._launch(vm.VmSpec(name="p", forwards=[8081, 9081]), logged.append)
+    assert len(starts) == 2 and record.forwarded == starts[1] and "new ports" in logged[-1]
+
+    def broken(spec, record, argv, pin_offset, failure):
+        starts.append(record.forwarded)
+        raise vm.LabError("VM p: qemu did not start: no such machine")
+
+    starts.clear()
+    monkeypatch.setattr(vm, "_start_qemu", broken)
+    with pytest.raises(vm.LabError, match="no such machine"):
+        vm._launch(vm.VmSpec(name="p", forwards=[8081]), logged.append)
+    assert len(starts) == 1
