@@ -3,7 +3,8 @@
 The test stage `lab-up` runs scripts/lab-up as the README says and checks its end state with this:
 the closing "Lab up in" line, the demonstration's table with its four rows, the front door's block
 (a chat completion, a streamed completion with tokens, a JSON-mode object, a wrong key refused with 401),
-and per host of the topology its tuned state with `drift: none`, a sample completion and a JSON-mode reply.
+per host of the topology its tuned state with `drift: none`, a sample completion and a JSON-mode reply,
+and the rollout row with every request completed: none failed, none cut short.
 
 Usage: python -m cpuinfer_lab.main_job OUTPUT_FILE [--topology lab/topology.json]
 """
@@ -22,6 +23,10 @@ _HOST = re.compile(r"^== (?P<name>\S+) \((?P<arch>[a-z0-9_]+)\)$")
 _TOKENS = re.compile(r"^\s+(?P<tokens>\d+) tokens, first token")
 _FRONTDOOR = re.compile(r"^== front door (?P<url>\S+) ")
 _STREAMED = re.compile(r"^(?P<tokens>\d+) tokens, first token")
+_ROLLOUT = re.compile(r"^rollout under load: sent (?P<sent>\d+), completed (?P<completed>\d+), failed (?P<failed>\d+), "
+                      r"truncated (?P<truncated>\d+), p99 TTFT steady (?P<steady>\S+)(?: s)? -> rollout (?P<rollout>\S+)(?: s)?",
+                      re.MULTILINE)
+
 
 
 def host_blocks(output: str) -> dict[str, tuple[str, list[str]]]:
@@ -89,6 +94,21 @@ def frontdoor_problems(output: str) -> list[str]:
     return [problem for problem in problems if problem]
 
 
+def rollout_problems(output: str) -> list[str]:
+    rows = _ROLLOUT.findall(output)
+    if not rows:
+        return ["no 'rollout under load: ...' row: the rolling restart under load did not report"]
+    found = _ROLLOUT.search(output)
+    sent, completed, failed, truncated = (int(found.group(k)) for k in ("sent", "completed", "failed", "truncated"))
+    problems = []
+    if sent < 1:
+        problems.append("rollout under load: no request was sent")
+    if failed or truncated or completed != sent:
+        problems.append("rollout under load: %d of %d requests completed, %d failed, %d truncated"
+                        % (completed, sent, failed, truncated))
+    return problems
+
+
 def host_problems(name: str, arch: str, block: tuple[str, list[str]] | None) -> list[str]:
     if block is None:
         return ["%s (%s): no report in the samples phase" % (name, arch)]
@@ -123,6 +143,7 @@ def problems(output: str, hosts: dict[str, str]) -> list[str]:
         found.append("no closing 'Lab up in ...' line: the main command did not finish")
     found += demo_problems(output)
     found += frontdoor_problems(output)
+    found += rollout_problems(output)
     blocks = host_blocks(output)
     for name, arch in sorted(hosts.items()):
         found += host_problems(name, arch, blocks.get(name))
@@ -141,7 +162,8 @@ def main(argv=None) -> int:
         print("main job: %s" % problem, file=sys.stderr)
     if not found:
         print("main job: finished; demonstration table of %d rows; the front door answered (chat, stream, JSON, 401); "
-              "%s: drift none, a completion and a JSON reply each" % (len(DEMO_ROWS), ", ".join(sorted(hosts))))
+              "%s: drift none, a completion and a JSON reply each; %s"
+              % (len(DEMO_ROWS), ", ".join(sorted(hosts)), _ROLLOUT.search(output).group(0)))
     return 1 if found else 0
 
 

@@ -36,7 +36,11 @@ tuned + neighbour           55.02           37.4           0.87x, 1.14x
    sample completion: ' node latency'
    14 tokens, first token 26 ms, 82.49 tokens/s end to end, median of 3 (49.00 82.49 95.16; software-emulated CPU)
    json mode: { "state": "serving" }
-   done in 0m05s
+== [8m45s] rollout: a rolling restart of every instance (playbooks/canary.yml) while clients stream through the front door
+   [  3s] TASK [Check the target]
+   load: 1.8 s between requests (half of what the slowest instance serves), calibrated through the front door http://127.0.0.1:40123/v1
+rollout under load: sent 112, completed 112, failed 0, truncated 0, p99 TTFT steady 0.4 s -> rollout 1.9 s
+   done in 4m10s
 
 Lab up in 12m55s. Hosts (inventory: inventories/lab/hosts.yml):
 """
@@ -62,6 +66,10 @@ def test_a_finished_main_job_has_no_problems():
     (GOOD.replace("streamed completion: 16 tokens", "streamed completion: 0 tokens"), "front door: no streamed completion"),
     (GOOD.replace('json mode: {"state": "tuned"}', 'json mode: "tuned"'), "front door: the JSON-mode reply is not an object"),
     (GOOD.replace("wrong key: refused, HTTP 401", "wrong key: ACCEPTED (the key is not checked)"), "a wrong key was not refused"),
+    (GOOD.replace("rollout under load: sent", "rollout: sent"), "no 'rollout under load"),
+    (GOOD.replace("completed 112, failed 0", "completed 111, failed 1"), "111 of 112 requests completed, 1 failed"),
+    (GOOD.replace("failed 0, truncated 0", "failed 0, truncated 2"), "112 of 112 requests completed, 0 failed, 2 truncated"),
+    (GOOD.replace("sent 112, completed 112", "sent 0, completed 0"), "no request was sent"),
 ])
 def test_what_is_missing_is_named(broken, expected):
     found = main_job.problems(broken, HOSTS)
@@ -80,3 +88,10 @@ def test_the_command_line_exits_non_zero_on_a_problem(tmp_path, capsys):
     assert "drift: THP enabled" in capsys.readouterr().err
     output.write_text(GOOD, encoding="utf-8")
     assert main_job.main([str(output)]) == 0
+
+
+def test_a_recorded_summary_with_a_failed_request_fails_the_command_line(tmp_path, capsys):
+    output = tmp_path / "lab-up.out"
+    output.write_text(GOOD.replace("completed 112, failed 0", "completed 111, failed 1"), encoding="utf-8")
+    assert main_job.main([str(output)]) == 1
+    assert "rollout under load: 111 of 112 requests completed, 1 failed" in capsys.readouterr().err

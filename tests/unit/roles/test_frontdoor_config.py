@@ -25,3 +25,9 @@ def test_a_refused_request_goes_to_another_server_by_default():
 
 def test_an_empty_retry_list_leaves_haproxys_own_default():
     assert "retry-on" not in render(frontdoor_retry_on=[])
+
+
+def test_checks_take_a_server_out_after_two_failures_of_five_seconds_unless_told_otherwise():
+    assert "    timeout check 5s\n" in render() and " fall 2 rise 2\n" in render()
+    lab = render(frontdoor_check_timeout="20s", frontdoor_check_fall=4)
+    assert "    timeout check 20s\n" in lab and " fall 4 rise 2\n" in lab
