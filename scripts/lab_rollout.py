@@ -47,10 +47,22 @@ def unfinished_requests(host, minutes):
 
 def instance_lifecycle(hosts, minutes):
     """Per lab host, what systemd and the engine said of the instances' starts and stops in the window."""
-    wanted = re.compile(r"Started|Stopping|Stopped|Main process exited|Killed|oom|restart|model loaded|listening|error",
-                        re.IGNORECASE)
+    # "oom" as a word: the engine's "making room for prompt cache entry", once a line per request, buried the rest
+    wanted = re.compile(r"Started|Stopping|Stopped|Main process exited|Killed|\boom\b|out of memory|restart|model loaded|"
+                        r"listening|error", re.IGNORECASE)
     return ["%s: %s" % (host, line) for host in hosts
             for line in journal(host, minutes, "-u", "cpuinfer-llama-*") if wanted.search(line)]
+
+
+def keep_journals(log, frontdoor_host, hosts, minutes):
+    """The window's whole front door log and every instance's journal beside LOG: the VMs go down after a failed
+    main job, and what a failed request met is read afterwards."""
+    Path(log + ".haproxy").write_text("\n".join(journal(frontdoor_host, minutes, "-t", "haproxy")) + "\n", encoding="utf-8")
+    Path(log + ".instances").write_text("\n".join("%s: %s" % (host, line) for host in hosts
+                                                  for line in journal(host, minutes, "-u", "cpuinfer-llama-*")) + "\n",
+                                        encoding="utf-8")
+    print("lab_rollout: the window's front door log and instance journals: %s.haproxy, %s.instances" % (log, log),
+          file=sys.stderr)
 
 
 def row(summary):
@@ -118,6 +130,7 @@ def main():
               "(%d lines, the last 40):\n%s" % (len(lines), "\n".join(lines[-40:])), file=sys.stderr)
         print("lab_rollout: the instances' starts and stops:\n%s" % "\n".join(instance_lifecycle(hosts, minutes)[-40:]),
               file=sys.stderr)
+        keep_journals(log, host, hosts, minutes)
     return 1 if rc != 0 or bad else 0
 
 

@@ -4,7 +4,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .vm import VmRecord, VmSpec
+from .vm import LOOPBACK, VmRecord, VmSpec
 
 DEFAULT = Path(__file__).resolve().parent.parent / "topology.json"
 SPEC_KEYS = ("name", "arch", "cpus", "memory_mb", "cpu_model", "accel", "forwards", "pin", "numa_nodes", "peers", "boot")
@@ -32,11 +32,22 @@ class Topology:
         children: dict[str, dict] = {}
         hosts = {}
         named = {entry["name"] for entry in self.vms}
-        for record in (r for r in records if r.name in named):
-            hosts[record.name] = record.inventory_vars()
+        mine = [r for r in records if r.name in named]
+        for record in mine:
+            hosts[record.name] = dict(record.inventory_vars(), lab_reached_at=reached_at(record.name, mine))
             for group in self.groups_of(record.name):
                 children.setdefault(group, {"hosts": {}})["hosts"][record.name] = {}
         return {"all": {"children": {"lab": {"hosts": hosts, "children": children}}}}
+
+
+def reached_at(name: str, records: list[VmRecord]) -> dict[str, str]:
+    """{VM: the address at which that VM reaches this one}: itself on loopback, every VM that has it as a peer
+    at the peer address it was given. A concrete value per host: a group variable that looked another host's
+    peer addresses up through hostvars found `hostvars` undefined when the front door's play read it (Ansible
+    2.19), fell back to its default, and sent every request to the front door's own instance."""
+    addresses = {name: LOOPBACK}
+    addresses.update({r.name: r.peer_addresses[name] for r in records if name in r.peer_addresses})
+    return addresses
 
 
 def load(path: str | Path) -> Topology:

@@ -72,3 +72,13 @@ def test_up_only_is_refused_beside_names_or_specs_and_boots_nothing(monkeypatch,
     code, names = _booted_by_up(monkeypatch, argv)
     assert (code, names) == (2, [])
     assert "--only picks VMs of a topology" in capsys.readouterr().err
+
+
+def test_each_host_says_where_every_vm_reaches_it_itself_on_loopback_a_peer_holder_at_its_peer_address():
+    topo = topology.Topology(vms=[{"name": "door"}, {"name": "other"}])
+    door = vm.VmRecord("door", "arm64", 2, 512, "max", "tcg", 2201, {}, "/key", "/s", "/i",
+                       peer_addresses={"other": "10.0.2.100"})
+    other = vm.VmRecord("other", "amd64", 2, 512, "max", "tcg", 2202, {}, "/key", "/s", "/i")
+    hosts = topo.inventory([door, other])["all"]["children"]["lab"]["hosts"]
+    assert hosts["other"]["lab_reached_at"] == {"other": "127.0.0.1", "door": "10.0.2.100"}
+    assert hosts["door"]["lab_reached_at"] == {"door": "127.0.0.1"}

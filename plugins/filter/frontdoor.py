@@ -99,7 +99,20 @@ def frontdoor_backends(hosts, hostvars, ports=None, port_offset=1000, server_max
         listen = _port(listen if listen is not None else first_port + int(port_offset), "model %s listener" % model, problems)
         backends.append({"name": model, "port": listen, "servers": servers})
     _listener_clashes(backends, reserved_ports or {}, problems)
+    _endpoint_clashes(backends, problems)
     return {"backends": backends, "problems": problems}
+
+
+def _endpoint_clashes(backends, problems):
+    """Two servers at one address and port are one instance counted twice: its capacity doubled in every drain
+    decision, and another host's instance never served (a backend address that fell back to a default did it)."""
+    by_endpoint = {}
+    for server in (s for backend in backends for s in backend["servers"] if s["port"] is not None):
+        by_endpoint.setdefault((server["address"], server["port"]), []).append(server["name"])
+    for (address, port), names in sorted(by_endpoint.items()):
+        if len(names) > 1:
+            problems.append("servers %s are all at %s:%d: each host's frontdoor_server_address must be where the front "
+                            "door reaches that host" % (", ".join(names), address, port))
 
 
 def _listener_clashes(backends, reserved_ports, problems):

@@ -20,3 +20,10 @@ def test_a_retried_request_is_told_by_the_retries_field_not_by_the_timers():
     assert not lab_rollout.RETRIED.search(LINE)  # the timers 0/0/45/139/666 have five fields too
     assert lab_rollout.RETRIED.search(LINE.replace("4/4/2/0/0", "4/4/2/0/+1"))
     assert lab_rollout.RETRIED.search(LINE.replace("4/4/2/0/0", "4/4/2/0/2"))
+
+
+def test_the_lifecycle_keeps_an_oom_kill_and_leaves_out_the_engines_cache_notes(monkeypatch):
+    lines = ["llama-server[988]: W srv alloc:  - making room for prompt cache entry, removing oldest entry",
+             "kernel: oom-kill:constraint=CONSTRAINT_NONE,task=llama-server", "systemd[1]: Started cpuinfer-llama-tiny.service"]
+    monkeypatch.setattr(lab_rollout, "journal", lambda host, minutes, *selector: lines)
+    assert lab_rollout.instance_lifecycle(["h"], 5) == ["h: " + lines[1], "h: " + lines[2]]

@@ -28,6 +28,14 @@ def test_one_backend_per_model_one_server_per_instance_maxconn_from_slots():
         ("h1--tiny", "10.0.0.1", 8081, 2), ("h2--tiny-node0", "192.0.2.2", 8081, 1), ("h2--tiny-node1", "192.0.2.2", 8082, 3)]
 
 
+def test_two_hosts_whose_servers_land_on_one_address_and_port_are_refused():
+    fleet = _fleet()
+    fleet["h1"]["frontdoor_server_address"] = "192.0.2.2"  # as a fallback to one default address did in the lab
+    plan = frontdoor_backends(["h1", "h2"], fleet)
+    assert plan["problems"] == ["servers h1--tiny, h2--tiny-node0 are all at 192.0.2.2:8081: each host's "
+                                "frontdoor_server_address must be where the front door reaches that host"]
+
+
 def test_a_listener_port_given_per_model_wins_over_the_offset():
     plan = frontdoor_backends(["h1"], _fleet(), {"tiny": 8000})
     assert plan["backends"][0]["port"] == 8000
