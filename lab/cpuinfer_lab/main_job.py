@@ -28,7 +28,6 @@ _ROLLOUT = re.compile(r"^rollout under load: sent (?P<sent>\d+), completed (?P<c
                       re.MULTILINE)
 
 
-
 def host_blocks(output: str) -> dict[str, tuple[str, list[str]]]:
     """{host: (arch, lines)} of the samples phase: each block from its `== NAME (ARCH)` line to the next."""
     blocks: dict[str, tuple[str, list[str]]] = {}

@@ -129,10 +129,11 @@ def boot_order(specs: list["VmSpec"]) -> list["VmSpec"]:
 def _free_ports(count: int) -> list[int]:
     """count distinct loopback ports free now. Every socket stays bound until all are chosen: a port
     released before the next is asked for can be handed out again (CI once got one port for two forwards)."""
-    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    sockets: list[socket.socket] = []
     try:
-        for sock in sockets:
-            sock.bind((LOOPBACK, 0))
+        while len(sockets) < count:
+            sockets.append(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sockets[-1].bind((LOOPBACK, 0))
         return [sock.getsockname()[1] for sock in sockets]
     finally:
         for sock in sockets:

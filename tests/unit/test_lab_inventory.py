@@ -3,7 +3,6 @@ through hostvars from the front door host (where a group variable once found `ho
 127.0.0.1 and pointed every server of the lab's front door at its own instance)."""
 
 import sys
-from pathlib import Path
 
 import yaml
 
