@@ -37,30 +37,32 @@ def journal(host, minutes, *selector):
     return log.stdout.splitlines()
 
 
-def unfinished_requests(host, minutes):
-    """HAProxy's log lines of the last minutes whose session did not end normally (termination state other
-    than ----: sQ a queue timeout, SC a refused connection, ...), that a server answered with a 5xx (which
-    server said it) or that were retried on another server, and its health check changes."""
-    return [line for line in journal(host, minutes, "-t", "haproxy")
+def unfinished_requests(frontdoor_log):
+    """The lines of HAProxy's log whose session did not end normally (termination state other than ----: sQ a
+    queue timeout, SC a refused connection, ...), that a server answered with a 5xx (which server said it) or
+    that were retried on another server, and its health check changes."""
+    return [line for line in frontdoor_log
             if " ---- " not in line or re.search(r" 5[0-9][0-9] [0-9]+ - - ", line) or RETRIED.search(line)]
 
 
-def instance_lifecycle(hosts, minutes):
-    """Per lab host, what systemd and the engine said of the instances' starts and stops in the window."""
+def instance_journals(hosts, minutes):
+    """[(host, line)] of every lab host's instance units in the last minutes."""
+    return [(host, line) for host in hosts for line in journal(host, minutes, "-u", "cpuinfer-llama-*")]
+
+
+def instance_lifecycle(instance_log):
+    """What systemd and the engine said of the instances' starts and stops, per host."""
     # "oom" as a word: the engine's "making room for prompt cache entry", once a line per request, buried the rest
     wanted = re.compile(r"Started|Stopping|Stopped|Main process exited|Killed|\boom\b|out of memory|restart|model loaded|"
                         r"listening|error", re.IGNORECASE)
-    return ["%s: %s" % (host, line) for host in hosts
-            for line in journal(host, minutes, "-u", "cpuinfer-llama-*") if wanted.search(line)]
+    return ["%s: %s" % (host, line) for host, line in instance_log if wanted.search(line)]
 
 
-def keep_journals(log, frontdoor_host, hosts, minutes):
+def keep_journals(log, frontdoor_log, instance_log):
     """The window's whole front door log and every instance's journal beside LOG: the VMs go down after a failed
     main job, and what a failed request met is read afterwards."""
-    Path(log + ".haproxy").write_text("\n".join(journal(frontdoor_host, minutes, "-t", "haproxy")) + "\n", encoding="utf-8")
-    Path(log + ".instances").write_text("\n".join("%s: %s" % (host, line) for host in hosts
-                                                  for line in journal(host, minutes, "-u", "cpuinfer-llama-*")) + "\n",
-                                        encoding="utf-8")
+    Path(log + ".haproxy").write_text("\n".join(frontdoor_log) + "\n", encoding="utf-8")
+    Path(log + ".instances").write_text("\n".join("%s: %s" % entry for entry in instance_log) + "\n", encoding="utf-8")
     print("lab_rollout: the window's front door log and instance journals: %s.haproxy, %s.instances" % (log, log),
           file=sys.stderr)
 
@@ -115,7 +117,10 @@ def main():
     print("   load: %.1f s between requests (half of what the slowest instance serves), calibrated through the "
           "front door %s" % (summary["interval_s"], url))
     print(row(summary))
-    retried = [line for line in unfinished_requests(host, (time.monotonic() - started) // 60 + 2) if RETRIED.search(line)]
+    # the front door's log of the window, read once: the retried count, and on a failure what the requests met
+    minutes = (time.monotonic() - started) // 60 + 2
+    frontdoor_log = journal(host, minutes, "-t", "haproxy")
+    retried = [line for line in frontdoor_log if RETRIED.search(line)]
     print("   the front door retried %d of them on another server (refused before any answer: a 503 while a model "
           "loads, a closed connection)" % len(retried))
     if rc != 0:
@@ -124,13 +129,13 @@ def main():
     for request in bad[:5]:
         print("lab_rollout: request %d %s: %s" % (request["index"], request["outcome"], request["error"]), file=sys.stderr)
     if bad:
-        minutes = (time.monotonic() - started) // 60 + 2
-        lines = unfinished_requests(host, minutes)
+        lines = unfinished_requests(frontdoor_log)
+        instance_log = instance_journals(hosts, minutes)
         print("lab_rollout: the front door's log, sessions that did not end normally or got a 5xx, and check changes "
               "(%d lines, the last 40):\n%s" % (len(lines), "\n".join(lines[-40:])), file=sys.stderr)
-        print("lab_rollout: the instances' starts and stops:\n%s" % "\n".join(instance_lifecycle(hosts, minutes)[-40:]),
+        print("lab_rollout: the instances' starts and stops:\n%s" % "\n".join(instance_lifecycle(instance_log)[-40:]),
               file=sys.stderr)
-        keep_journals(log, host, hosts, minutes)
+        keep_journals(log, frontdoor_log, instance_log)
     return 1 if rc != 0 or bad else 0
 
 

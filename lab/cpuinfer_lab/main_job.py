@@ -94,10 +94,9 @@ def frontdoor_problems(output: str) -> list[str]:
 
 
 def rollout_problems(output: str) -> list[str]:
-    rows = _ROLLOUT.findall(output)
-    if not rows:
-        return ["no 'rollout under load: ...' row: the rolling restart under load did not report"]
     found = _ROLLOUT.search(output)
+    if not found:
+        return ["no 'rollout under load: ...' row: the rolling restart under load did not report"]
     sent, completed, failed, truncated = (int(found.group(k)) for k in ("sent", "completed", "failed", "truncated"))
     problems = []
     if sent < 1:

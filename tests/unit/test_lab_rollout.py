@@ -26,7 +26,7 @@ def test_the_lifecycle_keeps_an_oom_kill_and_leaves_out_the_engines_cache_notes(
     lines = ["llama-server[988]: W srv alloc:  - making room for prompt cache entry, removing oldest entry",
              "kernel: oom-kill:constraint=CONSTRAINT_NONE,task=llama-server", "systemd[1]: Started cpuinfer-llama-tiny.service"]
     monkeypatch.setattr(lab_rollout, "journal", lambda host, minutes, *selector: lines)
-    assert lab_rollout.instance_lifecycle(["h"], 5) == ["h: " + lines[1], "h: " + lines[2]]
+    assert lab_rollout.instance_lifecycle(lab_rollout.instance_journals(["h"], 5)) == ["h: " + lines[1], "h: " + lines[2]]
 
 
 def test_a_failed_rollout_keeps_the_whole_window_of_the_front_door_and_the_instances(monkeypatch, tmp_path, capsys):
@@ -35,7 +35,7 @@ def test_a_failed_rollout_keeps_the_whole_window_of_the_front_door_and_the_insta
 
     monkeypatch.setattr(lab_rollout, "journal", journal)
     log = str(tmp_path / "rollout.log")
-    lab_rollout.keep_journals(log, "door", ["door", "other"], 5)
+    lab_rollout.keep_journals(log, journal("door", 5, "-t", "haproxy"), lab_rollout.instance_journals(["door", "other"], 5))
     assert (tmp_path / "rollout.log.haproxy").read_text() == "door haproxy line\n"
     assert (tmp_path / "rollout.log.instances").read_text() == "door: door instance line\nother: other instance line\n"
     assert "rollout.log.haproxy" in capsys.readouterr().err
