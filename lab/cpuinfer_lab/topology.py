@@ -7,7 +7,7 @@ from pathlib import Path
 from .vm import LOOPBACK, VmRecord, VmSpec
 
 DEFAULT = Path(__file__).resolve().parent.parent / "topology.json"
-SPEC_KEYS = ("name", "arch", "cpus", "memory_mb", "cpu_model", "accel", "forwards", "pin", "numa_nodes", "peers", "boot")
+SPEC_KEYS = ("name", "arch", "cpus", "memory_mb", "cpu_model", "accel", "forwards", "pin", "numa_nodes", "peers", "boot", "controller_ports")
 
 
 @dataclass

@@ -49,6 +49,9 @@ class VmSpec:
     # VMs this one reaches: peer n's forwarded ports answer in the guest on PEER_NETWORK + n (a front
     # door in front of other lab hosts); slirp's restrict=on leaves explicit forwards working
     peers: list[str] = field(default_factory=list)
+    # ports of the controller's loopback this VM reaches, at CONTROLLER_ADDRESS:PORT in the guest (a repository
+    # the controller serves to a pull-mode host); restrict=on lets nothing else out
+    controller_ports: list[int] = field(default_factory=list)
     # "grub": the VM boots through its own GRUB after its first start (boot_loader.py), so a kernel
     # command line written to its boot loader applies at its next reboot; amd64 only
     boot: str = "kernel"
@@ -89,6 +92,7 @@ class VmRecord:
 
 
 PEER_NETWORK_FIRST = 100  # 10.0.2.100 onwards: outside slirp's DHCP range and its host, DNS and guest addresses
+CONTROLLER_ADDRESS = "10.0.2.99"  # below the peers, outside slirp's DHCP range and its own addresses
 
 
 def peer_forwards(peers: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -104,6 +108,14 @@ def peer_forwards(peers: list[str]) -> tuple[dict[str, str], list[str]]:
         rules += [f"guestfwd=tcp:{address}:{guest}-cmd:socat - TCP:{LOOPBACK}:{host}"
                   for guest, host in sorted(record.forwarded.items())]
     return addresses, rules
+
+
+def controller_forwards(ports: list[int]) -> list[str]:
+    """qemu guestfwd rules: each controller port answers in the guest at CONTROLLER_ADDRESS, a socat per connection."""
+    for port in ports:
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+            raise LabError(f"controller port {port!r} is not a TCP port number")
+    return [f"guestfwd=tcp:{CONTROLLER_ADDRESS}:{port}-cmd:socat - TCP:{LOOPBACK}:{port}" for port in ports]
 
 
 def boot_order(specs: list["VmSpec"]) -> list["VmSpec"]:
@@ -320,6 +332,7 @@ def _launch(spec: VmSpec, log, pin_offset: int = 0) -> VmRecord:
     if spec.boot == "grub":
         boot_loader.create_boot_disk(vmdir)
     peer_addresses, guestfwds = peer_forwards(spec.peers)
+    guestfwds += controller_forwards(spec.controller_ports)
     for attempt in range(1, PORT_ATTEMPTS + 1):
         ssh_port, *ports = _free_ports(1 + len(spec.forwards))
         forwarded = {str(guest): port for guest, port in zip(spec.forwards, ports)}

@@ -191,6 +191,16 @@ def test_a_peers_forwards_answer_inside_the_guest_through_socat(monkeypatch, tmp
         vm.peer_forwards(["c"])
 
 
+def test_a_controller_port_answers_in_the_guest_and_a_bad_one_is_refused(tmp_path):
+    rules = vm.controller_forwards([39418])
+    assert rules == ["guestfwd=tcp:10.0.2.99:39418-cmd:socat - TCP:127.0.0.1:39418"]
+    argv = vm._qemu_argv(vm.VmSpec(name="pulls", controller_ports=[39418]), image.Image("amd64", tmp_path), tmp_path, 1, {}, rules)
+    assert rules[0] in argv[argv.index("-netdev") + 1]
+    for bad in (0, 70000, "9418", True):
+        with pytest.raises(vm.LabError, match="is not a TCP port number"):
+            vm.controller_forwards([bad])
+
+
 def test_a_grub_vm_gets_a_boot_disk_and_starts_again_booting_it(lab_state, tmp_path):
     from cpuinfer_lab import boot_loader
     spec = vm.VmSpec(name="g", boot="grub")

@@ -74,7 +74,6 @@ _raw:
 """
 
 import ast
-import hashlib
 import os
 import shutil
 import re
@@ -82,19 +81,16 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-import zipfile
 
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils.wheels import INSTALLER, dependency_wheels, digest_of, install_bundle
 
 COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 AGENT = os.path.join(COLLECTION, "agent")
 HELPERS = os.path.join(COLLECTION, "plugins", "module_utils")
 HELPER_PACKAGE = "ansible_collections.cpuinfer.llm.plugins.module_utils"
 HELPER_TARGET = os.path.join("ansible_collections", "cpuinfer", "llm", "plugins", "module_utils")
-INSTALLER = ("installer", "0.7.0")
-BUNDLE_MAIN = os.path.join(AGENT, "offline_install.py")
-FIXED_DATE = (1980, 1, 1, 0, 0, 0)
 
 
 def imported_helpers(path):
@@ -143,16 +139,6 @@ def staged_files(agent=AGENT, helpers=HELPERS):
     return files, closure
 
 
-def digest_of(files):
-    digest = hashlib.sha256()
-    for relative in sorted(files):
-        with open(files[relative], "rb") as handle:
-            content = handle.read()
-        digest.update(b"%s\0%d\0" % (relative.encode("utf-8"), len(content)))
-        digest.update(content)
-    return digest.hexdigest()[:16]
-
-
 def build(files, destination):
     """pip wheel on a staged copy; -> the wheel's path inside destination."""
     with tempfile.TemporaryDirectory(prefix="cpuinfer-agent-") as scratch:
@@ -195,32 +181,6 @@ def pinned_dependencies(agent=AGENT):
     return pins
 
 
-def _wheel_of(directory, name, version):
-    """The pure-Python wheel of name==version in directory, or None."""
-    prefix = "%s-%s-" % (re.sub(r"[-_.]+", "_", name).lower(), version)
-    found = sorted(f for f in os.listdir(directory) if f.lower().startswith(prefix) and f.endswith("-none-any.whl"))
-    return os.path.join(directory, found[0]) if found else None
-
-
-def dependency_wheels(directory, pins):
-    """The wheels of pins [(name, version)] in directory, fetched with pip download where missing."""
-    os.makedirs(directory, exist_ok=True)
-    wheels = []
-    for name, version in pins:
-        wheel = _wheel_of(directory, name, version)
-        if wheel is None:
-            result = subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
-                 "--dest", directory, "%s==%s" % (name, version)], capture_output=True, text=True, check=False)
-            wheel = _wheel_of(directory, name, version)
-            if wheel is None:
-                raise AnsibleLookupError("the agent's install needs %s==%s as a pure-Python wheel in %s; pip download failed "
-                                         "(exit %d): %s. Without an index, put the wheel file there by hand." % (
-                                             name, version, directory, result.returncode, result.stderr[-1000:]))
-        wheels.append(wheel)
-    return wheels
-
-
 def agent_wheel(cache, agent=AGENT, helpers=HELPERS, deps=None):
     """deps: where dependency wheels are kept, <cache>/deps by default."""
     files, closure = staged_files(agent, helpers)
@@ -234,27 +194,6 @@ def agent_wheel(cache, agent=AGENT, helpers=HELPERS, deps=None):
     return {"path": path, "filename": os.path.basename(path), "digest": digest, "helpers": closure,
             "dependencies": wheels[:-1], "installer": wheels[-1],
             "bundle": install_bundle(wheels[:-1] + [path], wheels[-1], destination)}
-
-
-def install_bundle(wheels, installer, directory, main=BUNDLE_MAIN):
-    """The one file a host gets: a zip Python runs (`python3 BUNDLE VENV DIGEST`), main as __main__.py and
-    the wheels, named by a digest of all of it; built once, atomically, the same bytes for the same inputs."""
-    ordered = [installer] + wheels
-    members = dict([("__main__.py", main)] + [("wheels/" + os.path.basename(w), w) for w in ordered])
-    path = os.path.join(directory, "install-%s.pyz" % digest_of(members))
-    if os.path.isfile(path):
-        return path
-    order = "".join(os.path.basename(w) + "\n" for w in ordered).encode("utf-8")
-    handle, staging = tempfile.mkstemp(prefix=".bundle-", dir=directory)
-    os.close(handle)
-    with zipfile.ZipFile(staging, "w", zipfile.ZIP_STORED) as archive:
-        for name, source in members.items():
-            with open(source, "rb") as member:
-                archive.writestr(zipfile.ZipInfo(name, date_time=FIXED_DATE), member.read())
-        archive.writestr(zipfile.ZipInfo("wheels/ORDER", date_time=FIXED_DATE), order)
-    os.chmod(staging, 0o644)
-    os.rename(staging, path)
-    return path
 
 
 class LookupModule(LookupBase):

@@ -42,6 +42,8 @@ def emitted_names(tmp_path):
     instance = controller.Controller(config, None)
     instance.last.update(ratio=1.0, psi=1.0, instances={"u": {"p99_ms": 1.0}})
     names.update(re.findall(r"^# TYPE (\S+)", controller.unit_metrics.render(instance.families()), re.M))
+    pull = importlib.import_module("cpuinfer_agent.pull_run")
+    names.update(family.full_name for family in pull.families({}, 1.0))
     return names
 
 

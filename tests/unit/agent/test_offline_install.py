@@ -11,6 +11,7 @@ import zipfile
 import pytest
 
 from ansible_collections.cpuinfer.llm.plugins.lookup import host_agent_wheel as lookup
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils import wheels as bundles
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +82,9 @@ def test_a_relative_venv_path_is_refused_and_nothing_is_made(tmp_path, built):
 
 def test_the_same_inputs_give_the_same_bundle_bytes_and_a_changed_program_a_new_one(tmp_path, built):
     wheels = built["dependencies"] + [built["path"]]
-    first = lookup.install_bundle(wheels, built["installer"], str(tmp_path))
+    first = bundles.install_bundle(wheels, built["installer"], str(tmp_path))
     assert open(first, "rb").read() == open(built["bundle"], "rb").read()
     assert zipfile.ZipFile(first).read("wheels/ORDER").decode().split()[0].startswith("installer-")
     changed_main = tmp_path / "main.py"
-    changed_main.write_text(open(lookup.BUNDLE_MAIN).read() + "\n# changed\n")
-    assert lookup.install_bundle(wheels, built["installer"], str(tmp_path), str(changed_main)) != first
+    changed_main.write_text(open(bundles.BUNDLE_MAIN).read() + "\n# changed\n")
+    assert bundles.install_bundle(wheels, built["installer"], str(tmp_path), str(changed_main)) != first
