@@ -32,7 +32,7 @@ ONLY_IF_CHANGED = "--only-if-changed"
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="cpuinfer-pull-run", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="cpuinfer-pull-run", description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--textfile", required=True, help="node_exporter textfile to replace")
     parser.add_argument("--state", required=True, help="JSON file of the last run and the last playbook run")
     parser.add_argument("--checkout", required=True, help="ansible-pull's checkout directory (-d)")

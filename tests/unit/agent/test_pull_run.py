@@ -89,8 +89,8 @@ def test_a_failed_converge_is_retried_without_only_if_changed_and_converged_noth
     assert seen[("cpuinfer_pull_run_success", ())] == 0
     assert seen[("cpuinfer_pull_playbook_success", ())] == 0
     assert seen[("cpuinfer_pull_playbook_tasks", (("result", "failed"),))] == 1
-    assert not any(name == "cpuinfer_pull_converged_info" for name, _ in seen)
-    assert not any(name == "cpuinfer_pull_last_success_timestamp_seconds" for name, _ in seen)
+    assert not any(name == "cpuinfer_pull_converged_info" for name, labels in seen)
+    assert not any(name == "cpuinfer_pull_last_success_timestamp_seconds" for name, labels in seen)
     run(tmp_path, checkout[0], script)
     assert "--only-if-changed" not in json.loads(argv_file.read_text())
 
@@ -112,7 +112,7 @@ def test_no_checkout_yet_exports_no_commit(tmp_path, fake_pull):
     set_plan, _, script = fake_pull
     set_plan("fatal: unable to access the repository", status=1)
     assert run(tmp_path, str(tmp_path / "nothing"), script) == 1
-    assert not any(name in ("cpuinfer_pull_checkout_info", "cpuinfer_pull_converged_info") for name, _ in metrics(tmp_path))
+    assert not any(name in ("cpuinfer_pull_checkout_info", "cpuinfer_pull_converged_info") for name, labels in metrics(tmp_path))
 
 
 def test_the_recap_is_summed_over_its_hosts_and_an_unreadable_state_is_no_state(tmp_path):
