@@ -69,7 +69,7 @@ import tempfile
 
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
-from ansible_collections.cpuinfer.llm.plugins.plugin_utils.wheels import COLLECTION, INSTALLER, dependency_wheels, install_bundle
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils.wheels import COLLECTION, INSTALLER, dependency_wheels, install_bundle, wheel_of
 
 REQUIREMENTS = os.path.join(COLLECTION, "requirements", "pull.txt")
 MACHINES = ("x86_64", "aarch64")
@@ -91,13 +91,6 @@ def pins(path=REQUIREMENTS):
     return found
 
 
-def wheel_in(directory, name, version):
-    """The wheel file of name==version in directory (any tags), or None."""
-    prefix = "%s-%s-" % (re.sub(r"[-_.]+", "_", name).lower(), version)
-    found = sorted(f for f in os.listdir(directory) if f.lower().startswith(prefix) and f.endswith(".whl"))
-    return os.path.join(directory, found[0]) if found else None
-
-
 def platform_argv(machine, python):
     """pip download's options for wheels a host of this machine and Python installs."""
     if machine not in MACHINES:
@@ -115,7 +108,7 @@ def platform_argv(machine, python):
 def platform_wheels(directory, wanted, machine, python):
     """The wheels of wanted [(name, version)] for the host in directory, fetched in one pip download where missing."""
     os.makedirs(directory, exist_ok=True)
-    missing = [(name, version) for name, version in wanted if wheel_in(directory, name, version) is None]
+    missing = [(name, version) for name, version in wanted if wheel_of(directory, name, version, ".whl") is None]
     if missing:
         with tempfile.NamedTemporaryFile("w", suffix=".txt", dir=directory, delete=False) as listing:
             listing.write("".join("%s==%s\n" % pin for pin in missing))
@@ -125,13 +118,13 @@ def platform_wheels(directory, wanted, machine, python):
                                     capture_output=True, text=True, check=False)
         finally:
             os.unlink(listing.name)
-        still = ["%s==%s" % pin for pin in missing if wheel_in(directory, *pin) is None]
+        still = ["%s==%s" % pin for pin in missing if wheel_of(directory, *pin, ending=".whl") is None]
         if still:
             raise AnsibleLookupError("ansible-pull's venv for %s, Python %s needs wheels of %s in %s; pip download failed "
                                      "(exit %d): %s. Without an index, put the wheel files there by hand." % (
                                          machine, python, ", ".join(still), directory, result.returncode,
                                          result.stderr[-1000:]))
-    return [wheel_in(directory, name, version) for name, version in wanted]
+    return [wheel_of(directory, name, version, ".whl") for name, version in wanted]
 
 
 def pull_venv(cache, machine, python, requirements=REQUIREMENTS):

@@ -36,10 +36,10 @@ def digest_of(files):
     return digest.hexdigest()[:16]
 
 
-def _wheel_of(directory, name, version):
-    """The pure-Python wheel of name==version in directory, or None."""
+def wheel_of(directory, name, version, ending="-none-any.whl"):
+    """The wheel of name==version in directory whose name ends so (by default a pure-Python one), or None."""
     prefix = "%s-%s-" % (re.sub(r"[-_.]+", "_", name).lower(), version)
-    found = sorted(f for f in os.listdir(directory) if f.lower().startswith(prefix) and f.endswith("-none-any.whl"))
+    found = sorted(f for f in os.listdir(directory) if f.lower().startswith(prefix) and f.endswith(ending))
     return os.path.join(directory, found[0]) if found else None
 
 
@@ -48,12 +48,12 @@ def dependency_wheels(directory, pins):
     os.makedirs(directory, exist_ok=True)
     wheels = []
     for name, version in pins:
-        wheel = _wheel_of(directory, name, version)
+        wheel = wheel_of(directory, name, version)
         if wheel is None:
             result = subprocess.run(
                 [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
                  "--dest", directory, "%s==%s" % (name, version)], capture_output=True, text=True, check=False)
-            wheel = _wheel_of(directory, name, version)
+            wheel = wheel_of(directory, name, version)
             if wheel is None:
                 raise AnsibleLookupError("an offline install needs %s==%s as a pure-Python wheel in %s; pip download failed "
                                          "(exit %d): %s. Without an index, put the wheel file there by hand." % (
