@@ -50,7 +50,7 @@ def test_the_change_reached_the_canary_and_the_stable_host_waited_for_the_promot
 
 
 def test_a_change_the_canary_failed_was_not_promoted(story):
-    assert any("did not converge %s" % story["commits"]["bad"] in line for line in story["refused_tail"]), story["refused_tail"]
+    assert any("did not converge %s" % story["commits"]["bad"] in line for line in story["refused"]), story["refused"]
     assert story["stable_ref_after_refusal"] == story["commits"]["change"]
 
 
