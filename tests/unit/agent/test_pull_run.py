@@ -109,7 +109,7 @@ def test_a_command_that_cannot_start_is_a_failed_run_on_record(tmp_path, checkou
 
 
 def test_no_checkout_yet_exports_no_commit(tmp_path, fake_pull):
-    set_plan, _, script = fake_pull
+    set_plan, script = fake_pull[0], fake_pull[2]
     set_plan("fatal: unable to access the repository", status=1)
     assert run(tmp_path, str(tmp_path / "nothing"), script) == 1
     assert not any(name in ("cpuinfer_pull_checkout_info", "cpuinfer_pull_converged_info") for name, labels in metrics(tmp_path))
