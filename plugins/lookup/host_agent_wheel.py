@@ -76,7 +76,6 @@ _raw:
 import ast
 import os
 import shutil
-import re
 import subprocess
 import sys
 import tempfile
@@ -84,7 +83,7 @@ import tomllib
 
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
-from ansible_collections.cpuinfer.llm.plugins.plugin_utils.wheels import INSTALLER, dependency_wheels, digest_of, install_bundle
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils.wheels import INSTALLER, dependency_wheels, digest_of, exact_pin, install_bundle
 
 COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 AGENT = os.path.join(COLLECTION, "agent")
@@ -172,13 +171,7 @@ def pinned_dependencies(agent=AGENT):
     """[(name, version)] of the agent's [project] dependencies, each pinned with ==."""
     with open(os.path.join(agent, "pyproject.toml"), "rb") as handle:
         requirements = tomllib.load(handle)["project"].get("dependencies", [])
-    pins = []
-    for requirement in requirements:
-        match = re.fullmatch(r"([A-Za-z0-9_.-]+)==([A-Za-z0-9_.+!-]+)", requirement.replace(" ", ""))
-        if not match:
-            raise AnsibleLookupError("agent dependency %r is not pinned with ==: offline installs need exact wheels" % requirement)
-        pins.append((match.group(1), match.group(2)))
-    return pins
+    return [exact_pin(requirement, "agent dependency") for requirement in requirements]
 
 
 def agent_wheel(cache, agent=AGENT, helpers=HELPERS, deps=None):

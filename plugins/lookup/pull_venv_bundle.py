@@ -69,7 +69,7 @@ import tempfile
 
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
-from ansible_collections.cpuinfer.llm.plugins.plugin_utils.wheels import COLLECTION, INSTALLER, dependency_wheels, install_bundle, wheel_of
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils.wheels import COLLECTION, INSTALLER, dependency_wheels, exact_pin, install_bundle, wheel_of
 
 REQUIREMENTS = os.path.join(COLLECTION, "requirements", "pull.txt")
 MACHINES = ("x86_64", "aarch64")
@@ -78,17 +78,9 @@ GLIBC_MINORS = range(17, 29)
 
 def pins(path=REQUIREMENTS):
     """[(name, version)] of the requirements file, each pinned with ==."""
-    found = []
     with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            line = line.split("#", 1)[0].strip()
-            if not line:
-                continue
-            match = re.fullmatch(r"([A-Za-z0-9_.-]+)==([A-Za-z0-9_.+!-]+)", line)
-            if not match:
-                raise AnsibleLookupError("%s: %r is not pinned with ==: an offline install needs exact wheels" % (path, line))
-            found.append((match.group(1), match.group(2)))
-    return found
+        lines = [line.split("#", 1)[0].strip() for line in handle]
+    return [exact_pin(line, path + ":") for line in lines if line]
 
 
 def platform_argv(machine, python):

@@ -36,6 +36,14 @@ def digest_of(files):
     return digest.hexdigest()[:16]
 
 
+def exact_pin(requirement, where):
+    """(name, version) of a requirement pinned with ==; where names its source in the refusal of any other."""
+    match = re.fullmatch(r"([A-Za-z0-9_.-]+)==([A-Za-z0-9_.+!-]+)", requirement.replace(" ", ""))
+    if not match:
+        raise AnsibleLookupError("%s %r is not pinned with ==: offline installs need exact wheels" % (where, requirement))
+    return match.group(1), match.group(2)
+
+
 def wheel_of(directory, name, version, ending="-none-any.whl"):
     """The wheel of name==version in directory whose name ends so (by default a pure-Python one), or None."""
     prefix = "%s-%s-" % (re.sub(r"[-_.]+", "_", name).lower(), version)
