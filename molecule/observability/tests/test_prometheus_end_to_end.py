@@ -45,6 +45,7 @@ ABSENT_IN_THE_LAB = {
 # rule expressions that cannot answer here, with the reason
 RULE_SERIES_ELSEWHERE = {
     "cpuinfer_tuning_drift_settings": "written by verify.yml on the machine that runs it (molecule default checks it)",
+    "cpuinfer_pull_": "written by cpuinfer-pull-run on hosts in pull mode (molecule pull reads them)",
 }
 COMPARISON = re.compile(r"\s*(==|!=|>=|<=|>|<)\s*[-+]?(\d+(\.\d+)?|Inf)\s*$")
 SET_OPERATOR = re.compile(r"\s+(?:and|or|unless)(?:\s+on\s*\([^)]*\))?\s+")

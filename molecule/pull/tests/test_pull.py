@@ -63,6 +63,8 @@ def test_each_run_is_in_the_journal_and_the_textfile(story, host):
     assert converged == [(("commit", story["commits"]["change"]), ("ref", "pull/canary" if name == "mol-pull-1" else "pull/stable"))]
     assert exported[("cpuinfer_pull_interval_seconds", ())] == 60
     assert exported[("cpuinfer_pull_run_success", ())] == (0 if name == "mol-pull-1" else 1)  # the canary's last run failed
+    # the series CpuinferPullStale reads: a success on record even where the last run failed
+    assert 0 < exported[("cpuinfer_pull_last_success_timestamp_seconds", ())] <= exported[("cpuinfer_pull_run_timestamp_seconds", ())]
 
 
 def test_the_hosts_run_the_promoted_change_and_keep_pulling(host, story):
