@@ -40,17 +40,21 @@ def lab(*args):
 # What docs/rollout.md recommends for every fleet: modules piped into the remote Python (one round
 # trip per module run instead of a copy, a run and a removal).
 PLAYBOOK_ENV = {"ANSIBLE_PIPELINING": "true", "ANSIBLE_TIMEOUT": "60"}
+# What a controller that opts into Mitogen sets (docs/rollout.md, "Mitogen"); scripts/bootstrap links the
+# strategy plugins' directory. Mitogen's ssh ignores ansible_ssh_common_args' StrictHostKeyChecking=no.
+MITOGEN_ENV = {"ANSIBLE_STRATEGY": "mitogen_linear", "ANSIBLE_HOST_KEY_CHECKING": "false",
+               "ANSIBLE_STRATEGY_PLUGINS": str(REPO / ".build" / "mitogen-strategy")}
 
 
-def playbook(inventory, book, *extra, usage=None):
+def playbook(inventory, book, *extra, usage=None, env=None):
     """Runs a playbook; returns (wall seconds, output). usage, a dict, receives the controller CPU seconds
-    (user + system of ansible-playbook and everything it ran on the controller)."""
+    (user + system of ansible-playbook and everything it ran on the controller); env is added to PLAYBOOK_ENV."""
     started = time.monotonic()
     cpu_before = controller_cpu_seconds()
     argv = ["ansible-playbook", "-i", str(inventory), book, *extra]
     log("$ " + " ".join(argv))
     result = subprocess.run(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
-                            env=dict(os.environ, **PLAYBOOK_ENV))
+                            env=dict(os.environ, **PLAYBOOK_ENV, **(env or {})))
     sys.stderr.write(result.stdout[-6000:])
     if result.returncode:
         raise SystemExit("bench: %s failed (exit %d)" % (book, result.returncode))

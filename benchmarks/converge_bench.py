@@ -1,4 +1,5 @@
-"""First converge vs re-converge, 1 host vs 3 hosts, wheel builds per run, controller CPU per run.
+"""First converge vs re-converge vs check mode, 1 host vs 3 hosts, the stock connection vs Mitogen; wheel builds
+and controller CPU per run.
 
 playbooks/site.yml on fresh lab VMs (benchmarks/converge/)."""
 
@@ -8,14 +9,22 @@ import time
 
 import machine
 import stats
-from common import (EMULATION_NOTE, PLAYBOOK_ENV, REPO, committed_report, ensure_model, environment, lab, log,
-                    playbook, run_line, write_report)
+from common import (EMULATION_NOTE, MITOGEN_ENV, PLAYBOOK_ENV, REPO, committed_report, ensure_model, environment, lab,
+                    log, playbook, run_line, write_report)
+
+CONNECTIONS = {"stock": {}, "mitogen": MITOGEN_ENV}
+# a run without a connection field was measured before the benchmark had the Mitogen variant: the stock path
+STOCK = "stock"
+# each fresh host: converge, converge again (nothing to change), then the check mode's dry run of that
+ATTEMPTS = (("first converge", ()), ("re-converge", ()), ("check mode", ("--check", "--diff")))
 
 
 def add_arguments(parser):
     parser.add_argument("--wheel-cache", help="a wheel cache directory (an empty one counts the builds of a cold run)")
     parser.add_argument("--keep", action="store_true", help="leave the last converged VMs running")
     parser.add_argument("--hosts", default="1,3", help="host counts to measure (1,3); the others are carried from the committed report")
+    parser.add_argument("--connections", default="stock,mitogen",
+                        help="stock (ssh, linear strategy) and/or mitogen (strategy mitogen_linear), comma-separated")
     machine.add_options(parser, repeats=3)
 
 
@@ -45,21 +54,28 @@ def main(args):
     problems = machine.check_machine([vm["name"] for vm in vms], args.force, log)
     extra = ["-e", "llama_server_build_cache=%s" % args.wheel_cache] if args.wheel_cache else []
     counts = sorted(set(int(c) for c in args.hosts.split(",")))
+    connections = [c for c in args.connections.split(",") if c]
+    unknown = sorted(set(connections) - set(CONNECTIONS))
+    if unknown:
+        raise SystemExit("bench: unknown connection(s) %s (known: %s)" % (unknown, sorted(CONNECTIONS)))
     runs = []
     for repeat in range(args.repeats):
         for count in counts:
-            runs += converge_hosts(vms[:count], inventory, topology_path, extra, args, repeat)
-            if not (args.keep and count == counts[-1] and repeat == args.repeats - 1):
-                lab("down", *[vm["name"] for vm in vms[:count]])
+            for connection in connections:
+                runs += converge_hosts(vms[:count], inventory, topology_path, extra, args, repeat, connection)
+                last = count == counts[-1] and connection == connections[-1] and repeat == args.repeats - 1
+                if not (args.keep and last):
+                    lab("down", *[vm["name"] for vm in vms[:count]])
     data = {"environment": environment(), "note": EMULATION_NOTE, "wheel_cache": args.wheel_cache or "the default",
             "playbook_env": PLAYBOOK_ENV, "repeats": args.repeats,
             "conditions": {"machine_check": problems, "pinned": args.pin},
-            "reconverge_over_first": reconverge_ratios(runs), "runs": runs + carried_runs(counts)}
+            "reconverge_over_first": reconverge_ratios(runs), "runs": runs + carried_runs(counts, connections)}
     write_report("converge", data, markdown(data))
 
 
-def converge_hosts(vms, inventory, topology_path, extra, args, repeat):
-    """Boot `vms` fresh (pinned unless --no-pin), run site.yml twice on them; the two runs' figures."""
+def converge_hosts(vms, inventory, topology_path, extra, args, repeat, connection):
+    """Boot `vms` fresh (pinned unless --no-pin), run site.yml twice and in check mode on them through
+    `connection`; the three runs' figures."""
     names = [vm["name"] for vm in vms]
     lab("down", *names)
     started = time.monotonic()
@@ -67,65 +83,106 @@ def converge_hosts(vms, inventory, topology_path, extra, args, repeat):
     boot_s = time.monotonic() - started
     lab("inventory", "--topology", topology_path, "--output", inventory / "hosts.yml")
     runs = []
-    for attempt in ("first converge", "re-converge"):
+    for attempt, options in ATTEMPTS:
         usage = {}
-        seconds, output = playbook(inventory, "playbooks/site.yml", *extra, usage=usage)
+        seconds, output = playbook(inventory, "playbooks/site.yml", *extra, *options, usage=usage,
+                                   env=CONNECTIONS[connection])
         # the target check's play runs on localhost: only the lab hosts are counted
         hosts = {name: counts for name, counts in recap(output).items() if name != "localhost"}
         if sorted(hosts) != sorted(names) or any(h["failed"] or h["unreachable"] for h in hosts.values()):
             raise SystemExit("bench: %s on %s did not succeed: %s" % (attempt, names, hosts))
-        runs.append({"hosts": len(vms), "run": attempt, "repeat": repeat, "seconds": round(seconds),
+        runs.append({"hosts": len(vms), "connection": connection, "run": attempt, "repeat": repeat,
+                     "seconds": round(seconds),
                      "boot_seconds": round(boot_s), "changed": sum(h["changed"] for h in hosts.values()),
                      "wheel_builds": wheel_builds(output), **usage})
-        log("%d host(s), %s: %.0f s" % (len(vms), attempt, seconds))
+        log("%d host(s), %s, %s: %.0f s" % (len(vms), connection, attempt, seconds))
     return runs
 
 
+def connection_of(run_):
+    return run_.get("connection", STOCK)
+
+
+def first_converge_of(runs, run_):
+    """The first converge of the same hosts, connection and repeat as run_ (None when not among runs)."""
+    return next((r for r in runs if r["run"] == "first converge" and r["hosts"] == run_["hosts"]
+                 and connection_of(r) == connection_of(run_) and r.get("repeat", 0) == run_.get("repeat", 0)), None)
+
+
 def reconverge_ratios(runs):
-    """{host count: spread of re-converge seconds / first converge seconds over the repeats}."""
+    """{"<connection> <host count>": spread of re-converge seconds / first converge seconds over the repeats}."""
     ratios = {}
     for run_ in runs:
-        if run_["run"] == "re-converge":
-            first = next(r for r in runs if r["hosts"] == run_["hosts"] and r["repeat"] == run_["repeat"]
-                         and r["run"] == "first converge")
-            ratios.setdefault(str(run_["hosts"]), []).append(run_["seconds"] / first["seconds"])
-    return {hosts: stats.spread(values) for hosts, values in ratios.items()}
+        first = first_converge_of(runs, run_) if run_["run"] == "re-converge" else None
+        if first:
+            ratios.setdefault("%s %d" % (connection_of(run_), run_["hosts"]), []).append(run_["seconds"] / first["seconds"])
+    return {key: stats.spread(values) for key, values in ratios.items()}
 
 
-def carried_runs(measured_counts):
-    """The committed report's runs for host counts this run skipped (--hosts), marked with what measured them."""
+def per_host_cpu(runs):
+    """{(connection, run): [controller CPU seconds each host adds]} from the 1- and 3-host runs of one repeat:
+    (3 hosts - 1 host) / 2, the play's fixed part cancelled out."""
+    found = {}
+    for three in runs:
+        if three["hosts"] != 3 or "controller_cpu_seconds" not in three or three.get("measured_by"):
+            continue
+        one = next((r for r in runs if r["hosts"] == 1 and r["run"] == three["run"] and not r.get("measured_by")
+                    and connection_of(r) == connection_of(three) and r.get("repeat", 0) == three.get("repeat", 0)
+                    and "controller_cpu_seconds" in r), None)
+        if one:
+            found.setdefault((connection_of(three), three["run"]), []).append(
+                (three["controller_cpu_seconds"] - one["controller_cpu_seconds"]) / 2)
+    return found
+
+
+def carried_runs(measured_counts, measured_connections=(STOCK,)):
+    """The committed report's runs for the host counts and connections this run skipped (--hosts,
+    --connections), marked with what measured them."""
     previous, origin = committed_report("converge")
     if previous is None:
         return []
-    return [dict(run_, measured_by=run_.get("measured_by") or origin)
-            for run_ in previous["runs"] if run_["hosts"] not in measured_counts]
+    return [dict(run_, measured_by=run_.get("measured_by") or origin) for run_ in previous["runs"]
+            if run_["hosts"] not in measured_counts or connection_of(run_) not in measured_connections]
 
 
 def markdown(data):
     env = data["environment"]
     lines = ["# Converge cost", "", data["note"], "",
              run_line(env) + " playbooks/site.yml on fresh lab VMs (1 vCPU, 1.5 GiB each), "
-             "wheel cache: %s; ansible-playbook with %s. Controller CPU: user + system seconds of "
-             "ansible-playbook and all it ran on the controller." % (
+             "wheel cache: %s; ansible-playbook with %s; Mitogen's runs add %s. Check mode: `--check --diff` on the "
+             "converged hosts. Controller CPU: user + system seconds of ansible-playbook and all it ran on the "
+             "controller." % (
                  data["wheel_cache"],
-                 ", ".join("%s=%s" % item for item in sorted(data.get("playbook_env", {}).items())) or "Ansible's defaults"),
+                 ", ".join("%s=%s" % item for item in sorted(data.get("playbook_env", {}).items())) or "Ansible's defaults",
+                 ", ".join("%s=%s" % (k, v if k != "ANSIBLE_STRATEGY_PLUGINS" else ".build/mitogen-strategy")
+                           for k, v in sorted(MITOGEN_ENV.items()))),
              "",
-             "| hosts | repeat | run | wall s | x first converge | controller CPU s | tasks changed | wheel builds | measured |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    runs = sorted(data["runs"], key=lambda run_: (run_["hosts"], run_.get("repeat", 0)))
-    firsts = {(r["hosts"], r.get("repeat", 0)): r["seconds"] for r in runs if r["run"] == "first converge"}
+             "| hosts | connection | repeat | run | wall s | x first converge | controller CPU s | tasks changed "
+             "| wheel builds | measured |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    order = {name: index for index, (name, _) in enumerate(ATTEMPTS)}
+    runs = sorted(data["runs"], key=lambda r: (r["hosts"], connection_of(r) != STOCK, r.get("repeat", 0),
+                                               order.get(r["run"], len(order))))
     for r in runs:
         by = r.get("measured_by")
         when = "carried: `%s` (%s, commit %s)" % (by["command"], by["date"], by["commit"]) if by else "this run"
-        key = (r["hosts"], r.get("repeat", 0))
-        ratio = "%.2f" % (r["seconds"] / firsts[key]) if key in firsts else "-"
+        first = first_converge_of(runs, r)
+        ratio = "%.2f" % (r["seconds"] / first["seconds"]) if first else "-"
         cpu = "%.1f" % r["controller_cpu_seconds"] if "controller_cpu_seconds" in r else "-"
-        lines.append("| %d | %d | %s | %d | %s | %s | %d | %d | %s |" % (
-            r["hosts"], r.get("repeat", 0) + 1, r["run"], r["seconds"], ratio, cpu, r["changed"], r["wheel_builds"], when))
+        lines.append("| %d | %s | %d | %s | %d | %s | %s | %d | %d | %s |" % (
+            r["hosts"], connection_of(r), r.get("repeat", 0) + 1, r["run"], r["seconds"], ratio, cpu, r["changed"],
+            r["wheel_builds"], when))
+    shares = per_host_cpu(runs)
+    if shares:
+        lines += ["", "Controller CPU each host adds, (3 hosts - 1 host) / 2 of the same repeat (the play's fixed part "
+                  "cancelled out), this run's hosts only:", "", "| connection | run | CPU s per host |", "|---|---|---|"]
+        lines += ["| %s | %s | %s |" % (connection, run_, ", ".join("%.1f" % v for v in values))
+                  for (connection, run_), values in sorted(shares.items(), key=lambda item: (
+                      item[0][0] != STOCK, order.get(item[0][1], len(order))))]
     if data.get("reconverge_over_first"):
         lines += ["", "Re-converge / first converge over the repeats of this run: median [min - max]:", ""]
-        lines += ["- %s host(s): %.2f [%.2f - %.2f]" % (hosts, s["median"], s["min"], s["max"])
-                  for hosts, s in sorted(data["reconverge_over_first"].items())]
+        lines += ["- %s host(s): %.2f [%.2f - %.2f]" % (key, s["median"], s["min"], s["max"])
+                  for key, s in sorted(data["reconverge_over_first"].items())]
     if data.get("conditions"):
         lines += ["", "Machine before the run: %s; VMs %s." % (
             "; ".join(data["conditions"]["machine_check"]) or "quiet (no other qemu, low load)",

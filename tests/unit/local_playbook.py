@@ -9,9 +9,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run_playbook(book, *extra, inventory="localhost,"):
+def run_playbook(book, *extra, inventory="localhost,", env=None):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".build" / "collections"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
+               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false", **(env or {}))
     return subprocess.run(["ansible-playbook", "-i", str(inventory), "-e", "ansible_python_interpreter=" + sys.executable,
                            str(book), *extra], env=env, capture_output=True, text=True, timeout=300, check=False)
 

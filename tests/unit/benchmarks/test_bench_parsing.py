@@ -72,9 +72,39 @@ def test_converge_runs_of_skipped_host_counts_are_carried_and_printed_as_such(tm
             "runs": [dict(run, hosts=1, seconds=300), again] + carried}
     table = converge_bench.markdown(data)
     assert "ansible-playbook with ANSIBLE_PIPELINING=true" in table
-    assert "| 1 | 1 | first converge | 300 | 1.00 | - | 75 | 0 | this run |" in table
-    assert "| 1 | 1 | re-converge | 90 | 0.30 | 41.3 | 0 | 0 | this run |" in table
-    assert "| 3 | 1 | first converge | 779 | 1.00 | - | 75 | 0 | carried: `benchmarks/run converge` (d, commit abc) |" in table
+    assert "| 1 | stock | 1 | first converge | 300 | 1.00 | - | 75 | 0 | this run |" in table
+    assert "| 1 | stock | 1 | re-converge | 90 | 0.30 | 41.3 | 0 | 0 | this run |" in table
+    assert "| 3 | stock | 1 | first converge | 779 | 1.00 | - | 75 | 0 | carried: `benchmarks/run converge` (d, commit abc) |" in table
+
+
+def test_converge_runs_of_a_connection_not_measured_are_carried(tmp_path, monkeypatch):
+    monkeypatch.setattr(common, "OUT", tmp_path)
+    run = {"run": "re-converge", "seconds": 30, "changed": 0, "wheel_builds": 0, "hosts": 1}
+    previous = {"environment": {"command": "benchmarks/run converge", "date": "d", "commit": "abc"},
+                "runs": [run, dict(run, connection="mitogen", seconds=10)]}
+    (tmp_path / "converge.json").write_text(common.json.dumps(previous), encoding="utf-8")
+    assert [r["seconds"] for r in converge_bench.carried_runs([1], ["stock"])] == [10]
+    assert [r["seconds"] for r in converge_bench.carried_runs([1], ["mitogen"])] == [30]
+    assert converge_bench.carried_runs([1], ["stock", "mitogen"]) == []
+
+
+def test_each_host_s_controller_cpu_is_three_hosts_less_one_halved_per_connection_and_run():
+    def run(hosts, connection, cpu, name="re-converge", repeat=0):
+        return {"hosts": hosts, "connection": connection, "run": name, "repeat": repeat, "seconds": 60,
+                "changed": 0, "wheel_builds": 0, "controller_cpu_seconds": cpu}
+    runs = [run(1, "stock", 5.0), run(3, "stock", 10.8), run(1, "mitogen", 4.0), run(3, "mitogen", 6.0),
+            run(1, "stock", 7.0, "first converge"), run(3, "stock", 17.0, "first converge"),
+            run(3, "stock", 99.0, repeat=1),  # no 1-host run of that repeat: no share
+            dict(run(1, "mitogen", 1.0, "check mode"), measured_by={"commit": "old"}), run(3, "mitogen", 3.0, "check mode")]
+    shares = converge_bench.per_host_cpu(runs)
+    assert {key: [round(v, 2) for v in values] for key, values in shares.items()} == {
+        ("stock", "re-converge"): [2.9], ("mitogen", "re-converge"): [1.0], ("stock", "first converge"): [5.0]}
+    data = {"environment": {"command": "c", "date": "e", "commit": "def"}, "note": "n", "wheel_cache": "w",
+            "playbook_env": {}, "runs": runs[:6]}
+    table = converge_bench.markdown(data)
+    assert "| stock | re-converge | 2.9 |" in table and "| mitogen | re-converge | 1.0 |" in table
+    assert table.index("| stock | re-converge | 2.9 |") < table.index("| mitogen | re-converge | 1.0 |")
+    assert "| 1 | mitogen | 1 | re-converge | 60 | - | 4.0 | 0 | 0 | this run |" in table
 
 
 def test_a_playbook_reports_the_controller_cpu_it_cost(tmp_path, monkeypatch):
@@ -102,7 +132,7 @@ def test_reconverge_ratios_pair_each_repeat_with_its_own_first_converge():
             {"hosts": 1, "repeat": 1, "run": "re-converge", "seconds": 100},
             {"hosts": 1, "repeat": 2, "run": "first converge", "seconds": 300},
             {"hosts": 1, "repeat": 2, "run": "re-converge", "seconds": 90}]
-    spread = converge_bench.reconverge_ratios(runs)["1"]
+    spread = converge_bench.reconverge_ratios(runs)["stock 1"]
     assert spread["per_repeat"] == [0.25, 0.5, 0.3]
     assert (spread["median"], spread["min"], spread["max"]) == (0.3, 0.25, 0.5)
 
