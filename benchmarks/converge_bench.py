@@ -160,7 +160,7 @@ def markdown(data):
              "| hosts | connection | repeat | run | wall s | x first converge | controller CPU s | tasks changed "
              "| wheel builds | measured |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    order = {name: index for index, (name, _) in enumerate(ATTEMPTS)}
+    order = {attempt[0]: index for index, attempt in enumerate(ATTEMPTS)}
     runs = sorted(data["runs"], key=lambda r: (r["hosts"], connection_of(r) != STOCK, r.get("repeat", 0),
                                                order.get(r["run"], len(order))))
     for r in runs:
