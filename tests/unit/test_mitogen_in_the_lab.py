@@ -1,6 +1,6 @@
-"""Mitogen as the lab's connection for the scenarios that do not test the connection path: the plugin path they
-name exists (scripts/bootstrap links it), the ones that do test it stay on the stock connection, and our
-modules behave the same in Mitogen's persistent interpreter - where module-level state outlives a task."""
+"""Mitogen, the opt-in connection layer `benchmarks/run converge` measures: the strategy plugins' path it and
+docs/rollout.md name exists (scripts/bootstrap links it), and our modules behave the same in Mitogen's persistent
+interpreter - where module-level state outlives a task."""
 
 import glob
 
@@ -9,31 +9,15 @@ import yaml
 from kernel_tree import THP, thp_tree
 from local_playbook import REPO, run_playbook
 
-# The connection path is what these test: a host's first converge and check mode as users run them (default),
-# reboots and reconnecting after them (kernel, isolation).
-STOCK = {"default", "kernel", "isolation"}
-PLUGINS = "${MOLECULE_PROJECT_DIRECTORY}/.build/mitogen-strategy"
 
-
-def scenario_envs():
-    found = {}
+def test_bootstrap_links_the_strategy_plugins_and_no_scenario_runs_through_them():
+    assert (REPO / ".build" / "mitogen-strategy" / "mitogen_linear.py").is_file()
+    # CI's scenarios stay on the stock connection: Mitogen hung a task of molecule/fleet's rollout once
+    # (docs/lab.md, "Mitogen in the lab"), and a stage that can hang costs CI more than Mitogen saves it
     for path in glob.glob(str(REPO / "molecule" / "*" / "molecule.yml")):
         with open(path, encoding="utf-8") as handle:
-            config = yaml.safe_load(handle)
-        found[path.split("/")[-2]] = (config.get("provisioner") or {}).get("env") or {}
-    return found
-
-
-def test_the_scenarios_through_mitogen_name_the_plugins_bootstrap_links():
-    envs = scenario_envs()
-    through = {name for name, env in envs.items() if env.get("ANSIBLE_STRATEGY") == "mitogen_linear"}
-    assert through and not through & STOCK, through
-    for name in through:
-        assert envs[name]["ANSIBLE_STRATEGY_PLUGINS"] == PLUGINS, name
-        # Mitogen's ssh does not take StrictHostKeyChecking=no from ansible_ssh_common_args
-        assert str(envs[name]["ANSIBLE_HOST_KEY_CHECKING"]).lower() == "false", name
-    assert (REPO / ".build" / "mitogen-strategy" / "mitogen_linear.py").is_file()
-    assert all("ANSIBLE_STRATEGY" not in envs[name] for name in STOCK)
+            env = (yaml.safe_load(handle).get("provisioner") or {}).get("env") or {}
+        assert "ANSIBLE_STRATEGY" not in env, path
 
 
 PLAY = """
