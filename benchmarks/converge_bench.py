@@ -103,10 +103,14 @@ def connection_of(run_):
     return run_.get("connection", STOCK)
 
 
+def partner_of(runs, run_, hosts, name):
+    """The run called `name` on `hosts` hosts of the same connection and repeat as run_ (None when not among runs)."""
+    return next((r for r in runs if r["run"] == name and r["hosts"] == hosts and connection_of(r) == connection_of(run_)
+                 and r.get("repeat", 0) == run_.get("repeat", 0)), None)
+
+
 def first_converge_of(runs, run_):
-    """The first converge of the same hosts, connection and repeat as run_ (None when not among runs)."""
-    return next((r for r in runs if r["run"] == "first converge" and r["hosts"] == run_["hosts"]
-                 and connection_of(r) == connection_of(run_) and r.get("repeat", 0) == run_.get("repeat", 0)), None)
+    return partner_of(runs, run_, run_["hosts"], "first converge")
 
 
 def reconverge_ratios(runs):
@@ -123,12 +127,9 @@ def per_host_cpu(runs):
     """{(connection, run): [controller CPU seconds each host adds]} from the 1- and 3-host runs of one repeat:
     (3 hosts - 1 host) / 2, the play's fixed part cancelled out."""
     found = {}
-    for three in runs:
-        if three["hosts"] != 3 or "controller_cpu_seconds" not in three or three.get("measured_by"):
-            continue
-        one = next((r for r in runs if r["hosts"] == 1 and r["run"] == three["run"] and not r.get("measured_by")
-                    and connection_of(r) == connection_of(three) and r.get("repeat", 0) == three.get("repeat", 0)
-                    and "controller_cpu_seconds" in r), None)
+    measured = [r for r in runs if "controller_cpu_seconds" in r and not r.get("measured_by")]
+    for three in (r for r in measured if r["hosts"] == 3):
+        one = partner_of(measured, three, 1, three["run"])
         if one:
             found.setdefault((connection_of(three), three["run"]), []).append(
                 (three["controller_cpu_seconds"] - one["controller_cpu_seconds"]) / 2)
