@@ -1,12 +1,16 @@
 """First converge vs re-converge vs check mode, 1 host vs 3 hosts, the stock connection vs Mitogen; wheel builds
-and controller CPU per run.
+and controller CPU per run; the pull mode's run time on a host.
 
-playbooks/site.yml on fresh lab VMs (benchmarks/converge/)."""
+playbooks/site.yml on fresh lab VMs (benchmarks/converge/); pull mode: converge_pull."""
 
+import argparse
 import json
 import re
+import tempfile
 import time
+from pathlib import Path
 
+import converge_pull
 import machine
 import stats
 from common import (EMULATION_NOTE, MITOGEN_ENV, PLAYBOOK_ENV, REPO, committed_report, ensure_model, environment, lab,
@@ -25,6 +29,8 @@ def add_arguments(parser):
     parser.add_argument("--hosts", default="1,3", help="host counts to measure (1,3); the others are carried from the committed report")
     parser.add_argument("--connections", default="stock,mitogen",
                         help="stock (ssh, linear strategy) and/or mitogen (strategy mitogen_linear), comma-separated")
+    parser.add_argument("--pull", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time the pull mode's own runs on a host (about 15 minutes; else carried)")
     machine.add_options(parser, repeats=3)
 
 
@@ -66,10 +72,12 @@ def main(args):
                 last = count == counts[-1] and connection == connections[-1] and repeat == args.repeats - 1
                 if not (args.keep and last):
                     lab("down", *[vm["name"] for vm in vms[:count]])
+    pull = measure_pull(inventory, extra, args) if args.pull else carried_pull()
     data = {"environment": environment(), "note": EMULATION_NOTE, "wheel_cache": args.wheel_cache or "the default",
             "playbook_env": PLAYBOOK_ENV, "repeats": args.repeats,
             "conditions": {"machine_check": problems, "pinned": args.pin},
-            "reconverge_over_first": reconverge_ratios(runs), "runs": runs + carried_runs(counts, connections)}
+            "reconverge_over_first": reconverge_ratios(runs), "runs": runs + carried_runs(counts, connections),
+            "pull": pull}
     write_report("converge", data, markdown(data))
 
 
@@ -97,6 +105,44 @@ def converge_hosts(vms, inventory, topology_path, extra, args, repeat, connectio
                      "wheel_builds": wheel_builds(output), **usage})
         log("%d host(s), %s, %s: %.0f s" % (len(vms), connection, attempt, seconds))
     return runs
+
+
+def measure_pull(inventory, extra, args):
+    topology_path = REPO / "benchmarks" / "converge" / "pull_topology.json"
+    vm = json.loads(topology_path.read_text(encoding="utf-8"))["vms"][0]
+    with tempfile.TemporaryDirectory(prefix="cpuinfer-pull-bench.") as workdir:
+        try:
+            runs, enabling = converge_pull.measure(vm, inventory, topology_path, extra, args.pin, Path(workdir))
+        finally:
+            if not args.keep:
+                lab("down", vm["name"])
+    return {"host": vm["name"], "enable": enabling, "runs": runs}
+
+
+def carried_pull():
+    """The committed report's pull runs (--no-pull), marked with what measured them; None when it has none."""
+    previous, origin = committed_report("converge")
+    if not previous or not previous.get("pull"):
+        return None
+    return dict(previous["pull"], measured_by=previous["pull"].get("measured_by") or origin)
+
+
+def pull_markdown(pull):
+    if not pull:
+        return []
+    by = pull.get("measured_by")
+    when = "carried: `%s` (%s, commit %s)" % (by["command"], by["date"], by["commit"]) if by else "this run"
+    lines = ["", "Pull mode on one host (%s; %s): `playbooks/pull_enable.yml` from the controller took %d s (controller "
+             "CPU %.1f s: the converge, then ansible-core's venv installed offline and the timer); then the host's own "
+             "timer (every 60 s) ran ansible-pull from a repository this machine served it - no controller in the loop. "
+             "Each run as the host recorded it (cpuinfer-pull-run's state):" % (
+                 pull["host"], when, pull["enable"]["seconds"], pull["enable"].get("controller_cpu_seconds", 0)),
+             "", "| pull run | seconds on the host | playbook ran | ok / changed / skipped |", "|---|---|---|---|"]
+    for r in pull["runs"]:
+        tasks = r.get("tasks") or {}
+        counts = "%d / %d / %d" % (tasks.get("ok", 0), tasks.get("changed", 0), tasks.get("skipped", 0)) if tasks else "-"
+        lines.append("| %s | %.0f | %s | %s |" % (r["run"], r["seconds"], "yes" if r["playbook_ran"] else "no", counts))
+    return lines
 
 
 def connection_of(run_):
@@ -184,6 +230,7 @@ def markdown(data):
         lines += ["", "Re-converge / first converge over the repeats of this run: median [min - max]:", ""]
         lines += ["- %s host(s): %.2f [%.2f - %.2f]" % (key, s["median"], s["min"], s["max"])
                   for key, s in sorted(data["reconverge_over_first"].items())]
+    lines += pull_markdown(data.get("pull"))
     if data.get("conditions"):
         lines += ["", "Machine before the run: %s; VMs %s." % (
             "; ".join(data["conditions"]["machine_check"]) or "quiet (no other qemu, low load)",

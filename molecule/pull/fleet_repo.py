@@ -1,8 +1,10 @@
 """The repository a pull-mode lab host pulls from, made and changed on the controller as a fleet's would be.
 
-  fleet_repo.py init PROJECT DIR VARS   the collection's files as the working tree has them (tracked and untracked,
+  fleet_repo.py init PROJECT DIR VARS [HOST...]
+                                        the collection's files as the working tree has them (tracked and untracked,
                                         not ignored), plus inventories/pull-lab/hosts.yml built from VARS (YAML: the
-                                        fleet's variables) for mol-pull-1 (group canary) and mol-pull-2; one commit,
+                                        fleet's variables) for the hosts (the first in group canary; mol-pull-1 and
+                                        mol-pull-2 when none is named: molecule/pull); one commit,
                                         DIR/fleet.git (bare, what git daemon serves) with pull/canary and pull/stable
                                         at it; DIR/work a clone to change
   fleet_repo.py change DIR KEY=VALUE    sets a variable of every host (a YAML value) in the inventory, commits and
@@ -18,7 +20,7 @@ import sys
 import yaml
 
 INVENTORY = os.path.join("inventories", "pull-lab", "hosts.yml")
-HOSTS = {"mol-pull-1": None, "mol-pull-2": None}
+MOLECULE_HOSTS = ("mol-pull-1", "mol-pull-2")
 IDENTITY = {"GIT_AUTHOR_NAME": "pull lab", "GIT_AUTHOR_EMAIL": "lab@example.invalid",
             "GIT_COMMITTER_NAME": "pull lab", "GIT_COMMITTER_EMAIL": "lab@example.invalid"}
 
@@ -29,8 +31,8 @@ def git(*argv, cwd=None):
     return result.stdout.strip()
 
 
-def inventory(fleet_vars):
-    return {"all": {"hosts": dict(HOSTS), "vars": fleet_vars, "children": {"canary": {"hosts": {"mol-pull-1": None}}}}}
+def inventory(fleet_vars, hosts):
+    return {"all": {"hosts": dict.fromkeys(hosts), "vars": fleet_vars, "children": {"canary": {"hosts": {hosts[0]: None}}}}}
 
 
 def write_inventory(work, document):
@@ -47,7 +49,7 @@ def commit(work, message):
     return git("rev-parse", "HEAD", cwd=work)
 
 
-def init(project, directory, vars_file):
+def init(project, directory, vars_file, hosts=MOLECULE_HOSTS):
     work, bare = os.path.join(directory, "work"), os.path.join(directory, "fleet.git")
     for path in (work, bare):
         shutil.rmtree(path, ignore_errors=True)
@@ -59,7 +61,7 @@ def init(project, directory, vars_file):
             os.makedirs(os.path.dirname(os.path.join(work, relative)) or work, exist_ok=True)
             shutil.copy2(source, os.path.join(work, relative))
     with open(vars_file, encoding="utf-8") as handle:
-        write_inventory(work, inventory(yaml.safe_load(handle)))
+        write_inventory(work, inventory(yaml.safe_load(handle), list(hosts)))
     git("init", "--quiet", "--initial-branch=pull/canary", cwd=work)
     first = commit(work, "the fleet as the lab's controller converged it")
     git("init", "--quiet", "--bare", bare)
@@ -82,8 +84,8 @@ def change(directory, assignment):
 
 
 def main(argv):
-    if argv[:1] == ["init"] and len(argv) == 4:
-        print(init(*argv[1:]))
+    if argv[:1] == ["init"] and len(argv) >= 4:
+        print(init(*argv[1:4], hosts=argv[4:] or MOLECULE_HOSTS))
     elif argv[:1] == ["change"] and len(argv) == 3:
         print(change(*argv[1:]))
     else:

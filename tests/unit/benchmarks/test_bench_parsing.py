@@ -8,6 +8,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 import bench  # noqa: E402
 import common  # noqa: E402
 import converge_bench  # noqa: E402
+import converge_pull  # noqa: E402
 
 OUTPUT = """
 TASK [cpuinfer.llm.llama_server : Build each engine source once per CPU class and release] ***
@@ -160,3 +161,35 @@ def test_every_report_opens_with_the_same_run_line():
     for name in bench.BENCHMARKS.values():
         text = (common.REPO / "benchmarks" / ("%s.py" % name)).read_text(encoding="utf-8")
         assert "run_line(" in text and "Command: `%s`" not in text and "`%s` on %s, commit" not in text, name
+
+
+def test_pull_runs_are_read_from_the_hosts_record_and_a_skipped_run_has_no_tasks():
+    tasks = {"ok": 40, "changed": 0, "skipped": 20}
+    converged = {"run": {"time": 100.0, "duration": 181.4, "succeeded": True},
+                 "playbook": {"time": 100.0, "succeeded": True, "tasks": tasks}}
+    assert converge_pull.record("first", converged) == {"run": "first", "seconds": 181.4, "succeeded": True,
+                                                        "playbook_ran": True, "tasks": tasks}
+    skipped = dict(converged, run={"time": 170.0, "duration": 6.04, "succeeded": True})
+    assert converge_pull.record("unchanged", skipped)["playbook_ran"] is False
+    assert converge_pull.record("unchanged", skipped)["tasks"] is None
+    assert converge_pull.converged("abc")({"converged": {"commit": "abc"}})
+    assert not converge_pull.converged("abc")({})
+
+
+def test_pull_runs_are_printed_and_carried_when_not_measured(tmp_path, monkeypatch):
+    monkeypatch.setattr(common, "OUT", tmp_path)
+    pull = {"host": "bench-pull-1", "enable": {"seconds": 300, "controller_cpu_seconds": 12.34},
+            "runs": [{"run": "first pull", "seconds": 181.4, "succeeded": True, "playbook_ran": True,
+                      "tasks": {"ok": 40, "changed": 0, "skipped": 20}},
+                     {"run": "unchanged", "seconds": 6.0, "succeeded": True, "playbook_ran": False, "tasks": None}]}
+    previous = {"environment": {"command": "benchmarks/run converge", "date": "d", "commit": "abc"}, "runs": [],
+                "pull": pull}
+    (tmp_path / "converge.json").write_text(common.json.dumps(previous), encoding="utf-8")
+    carried = converge_bench.carried_pull()
+    assert carried["measured_by"]["commit"] == "abc" and carried["runs"] == pull["runs"]
+    text = "\n".join(converge_bench.pull_markdown(carried))
+    assert "| first pull | 181 | yes | 40 / 0 / 20 |" in text and "| unchanged | 6 | no | - |" in text
+    assert "took 300 s (controller CPU 12.3 s" in text and "carried: `benchmarks/run converge` (d, commit abc)" in text
+    assert converge_bench.pull_markdown(None) == []
+    (tmp_path / "converge.json").write_text(common.json.dumps(dict(previous, pull=None)), encoding="utf-8")
+    assert converge_bench.carried_pull() is None
