@@ -9,6 +9,7 @@ repository this controller serves it - no controller in the loop. Three runs, ea
 """
 
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -26,9 +27,9 @@ TIMER = {"pull_interval": 60, "pull_random_delay": 0, "pull_first_delay": 5}
 
 
 def on_host(name, *argv):
-    """A command's output on the VM (as root)."""
-    result = subprocess.run([str(REPO / "scripts" / "lab"), "ssh", name, "--", "sudo", *argv], capture_output=True,
-                            text=True, check=False)
+    """A command's output on the VM (as root). ssh gives the guest's shell one line: the words are quoted into it."""
+    result = subprocess.run([str(REPO / "scripts" / "lab"), "ssh", name, "--", shlex.join(["sudo", *argv])],
+                            capture_output=True, text=True, check=False)
     if result.returncode:
         raise SystemExit("bench: %s on %s failed: %s" % (" ".join(argv), name, result.stderr[-1000:]))
     return result.stdout

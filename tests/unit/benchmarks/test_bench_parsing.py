@@ -1,5 +1,7 @@
 """What the benchmarks read (ansible-playbook's output, the committed reports) and the tables they write."""
 
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -193,3 +195,16 @@ def test_pull_runs_are_printed_and_carried_when_not_measured(tmp_path, monkeypat
     assert converge_bench.pull_markdown(None) == []
     (tmp_path / "converge.json").write_text(common.json.dumps(dict(previous, pull=None)), encoding="utf-8")
     assert converge_bench.carried_pull() is None
+
+
+def test_a_command_on_the_pull_host_reaches_its_shell_as_the_words_given(monkeypatch):
+    seen = []
+
+    def fake_run(argv, **_kwargs):
+        seen.append(argv)
+        return subprocess.CompletedProcess(argv, 0, stdout="{}", stderr="")
+
+    monkeypatch.setattr(converge_pull.subprocess, "run", fake_run)
+    converge_pull.host_state("bench-pull-1")
+    # ssh hands the guest's shell one line: `sh -c cat FILE` unquoted would run `cat` alone
+    assert shlex.split(seen[0][-1]) == ["sudo", "sh", "-c", "cat %s 2>/dev/null || true" % converge_pull.STATE]
