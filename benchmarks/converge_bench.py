@@ -72,7 +72,7 @@ def main(args):
                 last = count == counts[-1] and connection == connections[-1] and repeat == args.repeats - 1
                 if not (args.keep and last):
                     lab("down", *[vm["name"] for vm in vms[:count]])
-    pull = measure_pull(inventory, extra, args) if args.pull else carried_pull()
+    pull = measure_pull(extra, args) if args.pull else carried_pull()
     data = {"environment": environment(), "note": EMULATION_NOTE, "wheel_cache": args.wheel_cache or "the default",
             "playbook_env": PLAYBOOK_ENV, "repeats": args.repeats,
             "conditions": {"machine_check": problems, "pinned": args.pin},
@@ -107,9 +107,13 @@ def converge_hosts(vms, inventory, topology_path, extra, args, repeat, connectio
     return runs
 
 
-def measure_pull(inventory, extra, args):
+def measure_pull(extra, args):
     topology_path = REPO / "benchmarks" / "converge" / "pull_topology.json"
     vm = json.loads(topology_path.read_text(encoding="utf-8"))["vms"][0]
+    # not the converge runs' inventory: its group variables (the lab's bind address and clients) are not in the
+    # inventory the host pulls, so its first pull would change what the controller's converge set
+    inventory = REPO / "benchmarks" / "converge" / "pull_inventory"
+    inventory.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="cpuinfer-pull-bench.") as workdir:
         try:
             runs, enabling = converge_pull.measure(vm, inventory, topology_path, extra, args.pin, Path(workdir))
