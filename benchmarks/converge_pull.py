@@ -79,10 +79,10 @@ def measure(vm, inventory, topology_path, extra, pin, workdir):
                                "--base-path=%s" % repo, "--export-all"])
     try:
         usage = {}
-        seconds, _ = playbook(inventory, "playbooks/pull_enable.yml", *extra, "-e", "@%s" % FLEET_VARS,
-                              "-e", "lab_models_dir=%s" % (REPO / ".build" / "models"),
-                              "-e", "pull_repository_url=git://10.0.2.99:%d/fleet.git" % GIT_PORT,
-                              "-e", "pull_inventory=inventories/pull-lab/hosts.yml", "-e", json.dumps(TIMER), usage=usage)
+        seconds = playbook(inventory, "playbooks/pull_enable.yml", *extra, "-e", "@%s" % FLEET_VARS,
+                           "-e", "lab_models_dir=%s" % (REPO / ".build" / "models"),
+                           "-e", "pull_repository_url=git://10.0.2.99:%d/fleet.git" % GIT_PORT,
+                           "-e", "pull_inventory=inventories/pull-lab/hosts.yml", "-e", json.dumps(TIMER), usage=usage)[0]
         enabling = {"seconds": round(seconds), **usage}
         log("%s: pull mode enabled in %.0f s; waiting for its own runs" % (name, seconds))
         runs = [record("first pull (the controller's commit, nothing to change)",
