@@ -9,19 +9,20 @@ repository this controller serves it - no controller in the loop. Three runs, ea
 """
 
 import json
+import os
 import shlex
 import subprocess
 import sys
 import time
 
-from common import REPO, lab, log, playbook
+import yaml
+
+from common import REPO, lab, log, playbook, role_default
 
 FLEET_REPO = REPO / "molecule" / "pull" / "fleet_repo.py"
 FLEET_VARS = REPO / "molecule" / "pull" / "vars" / "fleet.yml"
 GIT_PORT = 39418  # the VM's controller_ports: the guest reaches it at 10.0.2.99
 STATE = "/var/lib/cpuinfer/pull/state.json"
-HOST_MODELS = "/var/lib/cpuinfer/lab-models"
-MODEL_SHA256 = "b7be0a462709ea7f869601a8151f125062156b10c84998bf1034227d065427bf"
 WAIT_S = 1500
 TIMER = {"pull_interval": 60, "pull_random_delay": 0, "pull_first_delay": 5}
 
@@ -70,9 +71,13 @@ def measure(vm, inventory, topology_path, extra, pin, workdir):
     lab("down", name)
     lab("up", "--specs", json.dumps([vm]), *(["--pin"] if pin else []))
     lab("inventory", "--topology", topology_path, "--output", inventory / "hosts.yml")
-    # the pulled inventory names the model under HOST_MODELS: there, a link to the copy the controller places
-    on_host(name, "mkdir", "-p", HOST_MODELS)
-    on_host(name, "ln", "-sfn", "/var/lib/cpuinfer/models/%s.gguf" % MODEL_SHA256, HOST_MODELS + "/llama-tiny.gguf")
+    # the pulled inventory names the model under the fleet's lab_models_dir: there, a link to the copy the controller
+    # places (by its checksum, in the role's model directory)
+    fleet = yaml.safe_load(FLEET_VARS.read_text(encoding="utf-8"))
+    model = fleet["llama_server_instances"][0]
+    on_host(name, "mkdir", "-p", fleet["lab_models_dir"])
+    on_host(name, "ln", "-sfn", "%s/%s.gguf" % (role_default("llama_server", "llama_server_model_dir"), model["model_sha256"]),
+            os.path.join(fleet["lab_models_dir"], os.path.basename(model["model"])))
     repo = workdir / "git"
     first = run_out([sys.executable, FLEET_REPO, "init", REPO, repo, FLEET_VARS, name])
     daemon = subprocess.Popen(["git", "daemon", "--reuseaddr", "--listen=127.0.0.1", "--port=%d" % GIT_PORT,
