@@ -63,3 +63,20 @@ options:
       owner: *owner
       group: *group
 """
+
+    # managed_files and kernel_settings remove as well (release writes a release, it removes nothing)
+    ABSENT = r"""
+options:
+  absent:
+    description:
+      - Absolute paths to remove in the same run - a file, a symbolic link (not what it points to), or a
+        directory with everything in it. A path that does not exist is already as wanted.
+      - A path is set aside by a rename in its own directory first and deleted only when the whole run
+        succeeded, so a failed run puts it back whatever its size. The diff names what is removed, never
+        a removed file's text (a role's removals hold its keys).
+      - Refused, with nothing removed or written, when a directory or file of the same request is at the
+        path or below it, or when a directory on the way is a symbolic link.
+    type: list
+    elements: str
+    default: []
+"""

@@ -12,10 +12,13 @@ the diff shows its size only. No task-level no_log is needed, which would hide e
 from __future__ import absolute_import, division, print_function
 
 import grp
+import os
 import pwd
 import re
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils._paths import link_problem, normal_path, path_problem
+from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_path
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _persist
 from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import FileState, file_state, missing_directories, put_state
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, Step, refuse_if
 
@@ -34,6 +37,8 @@ OPTIONS = dict(
                mutually_exclusive=[("content", "secret_content")],
                required_one_of=[("content", "secret_content")]),
 )
+# managed_files and kernel_settings also remove: a role's revert removes its files in the run that writes the rest
+ABSENT_OPTIONS = dict(absent=dict(type="list", elements="str", default=[]))
 
 
 def _text(entry):
@@ -68,10 +73,10 @@ def _mode(path, mode, problems):
     return None
 
 
-def wanted_states(params, root):
-    """{path: FileState wanted} for every entry, or Refused naming every problem of the request.
-    Paths are compared in their one spelling ('/etc//x/' is /etc/x), and none may lead through a link."""
-    problems, wanted, seen = [], {}, set()
+def wanted_states(params, root, problems=None):
+    """{path: FileState wanted} for every entry, or Refused naming every problem of the request (and those
+    given). Paths are compared in their one spelling ('/etc//x/' is /etc/x), and none may lead through a link."""
+    problems, wanted, seen = list(problems or []), {}, set()
     entries = [("directories", entry, None) for entry in params["directories"]]
     entries += [("files", entry, _text(entry)) for entry in params["files"]]
     for option, entry, content in entries:
@@ -125,10 +130,58 @@ class Plan:
         self.steps, self.changed_paths, self.diffs, self.files = steps, changed_paths, diffs, files
 
 
+def _under(path, directory):
+    return path == directory or path.startswith(directory + "/")
+
+
+def absent_paths(params, root):
+    """(the absent paths to remove that exist, outermost of each tree only; the request's problems with them).
+    A path is refused when a directory or file of the same request is written there or below it."""
+    problems, paths = [], []
+    written = [normal_path(entry["path"]) for entry in params["directories"] + params["files"]]
+    for given in params.get("absent") or []:
+        path, problem = path_problem("absent path", given)
+        if problem:
+            problems.append(problem)
+            continue
+        problems.append(link_problem("absent path", root, path))
+        if path in paths:
+            problems.append("%s is listed twice in absent" % path)
+        problems += ["%s is both written and removed (absent %s)" % (other, path)
+                     for other in written if other and _under(other, path)]
+        paths.append(path)
+    outermost = [path for path in paths if not any(other != path and _under(path, other) for other in paths)]
+    return [path for path in outermost if os.path.lexists(knob_path(root, path))], [p for p in problems if p]
+
+
+def _describe_removed(root, path):
+    """What removing path takes away, one line: the diff's before (a diff of two empty texts shows nothing)."""
+    on_host = knob_path(root, path)
+    if os.path.islink(on_host):
+        return "a link to %s\n" % os.readlink(on_host)
+    if os.path.isdir(on_host):
+        return "a directory, with everything in it\n"
+    return "a file of %d bytes\n" % os.lstat(on_host).st_size
+
+
+def removal_step(root, path):
+    """A step that removes path (a file, a link, a directory tree): set aside at once, taken back by its
+    undo, deleted when the run is finished."""
+    aside = []
+
+    def remove():
+        aside[:] = [_persist.set_aside(root, path)]
+
+    return Step("remove %s" % path, remove, lambda: _persist.put_back(root, aside[0], path),
+                lambda: _persist.discard(root, aside[0]))
+
+
 def plan(params, root):
-    """The steps that make params' directories and files as given; Refused before any step when the
-    request is invalid or a directory stands where a file should be (or the other way round)."""
-    wanted = wanted_states(params, root)
+    """The steps that remove params' absent paths and make its directories and files as given; Refused
+    before any step when the request is invalid or a directory stands where a file should be (or the
+    other way round)."""
+    removed, problems = absent_paths(params, root)
+    wanted = wanted_states(params, root, problems)
     secrets = set(normal_path(entry["path"]) for entry in params["files"] if entry["secret_content"] is not None)
     files = dict((path, state) for path, state in wanted.items() if state.content is not None)
     order = parents_to_create(root, wanted)
@@ -136,7 +189,10 @@ def plan(params, root):
     order += sorted((p for p in wanted if p not in order and wanted[p].content is None), key=lambda p: (p.count("/"), p))
     order += [normal_path(entry["path"]) for entry in params["files"]]
 
-    steps, changed_paths, diffs = [], [], []
+    steps, changed_paths, diffs = [removal_step(root, path) for path in removed], list(removed), []
+    # a removed file's text is not shown: a role's removals hold its secrets (environment files, keys)
+    diffs += [dict(before=_describe_removed(root, path), after="", before_header=path, after_header=path + " (absent)")
+              for path in removed]
     for path in order:
         before, after = file_state(root, path), wanted[path]
         if before == after:

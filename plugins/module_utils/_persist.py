@@ -10,6 +10,7 @@ import collections
 import fnmatch
 import glob
 import os
+import shutil
 import stat
 import tempfile
 
@@ -212,6 +213,43 @@ def put_state(root, relative, state):
     except (IOError, OSError) as exc:
         raise PersistError("cannot set %s: %s" % (path, exc.strerror or exc))
     replace_file(root, relative, state.content, state.mode, state.uid, state.gid)
+
+
+def set_aside(root, relative):
+    """Rename the file, link or directory tree at relative to a hidden name in its own directory and return
+    that name (relative): the rename is atomic and takes no copy, so put_back undoes a removal of any size,
+    and discard makes it final once the whole run succeeded."""
+    path = knob_path(root, relative)
+    directory, name = os.path.split(path)
+    for attempt in range(100):
+        aside = os.path.join(directory, ".cpuinfer-removed-%s.%d.%d" % (name, os.getpid(), attempt))
+        if not os.path.lexists(aside):
+            break
+    try:
+        os.rename(path, aside)
+    except (IOError, OSError) as exc:
+        raise PersistError("cannot remove %s: %s" % (path, exc.strerror or exc))
+    return relative.rsplit("/", 1)[0] + "/" + os.path.basename(aside)
+
+
+def put_back(root, aside, relative):
+    """Undo set_aside."""
+    try:
+        os.rename(knob_path(root, aside), knob_path(root, relative))
+    except (IOError, OSError) as exc:
+        raise PersistError("cannot put %s back from %s: %s" % (relative, aside, exc.strerror or exc))
+
+
+def discard(root, aside):
+    """Delete what set_aside kept (a directory with everything in it; a link, not what it points to)."""
+    path = knob_path(root, aside)
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    except (IOError, OSError) as exc:
+        raise PersistError("cannot delete %s: %s" % (path, exc.strerror or exc))
 
 
 def path_matches(path, patterns):

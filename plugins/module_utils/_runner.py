@@ -46,10 +46,11 @@ class StepFailed(HostError):
 
 
 class Step:
-    """One change and how to take it back."""
+    """One change and how to take it back; finish, when given, completes it once the whole run succeeded
+    and nothing will be taken back (deleting what a removal set aside)."""
 
-    def __init__(self, describe, do, undo):
-        self.describe, self.do, self.undo = describe, do, undo
+    def __init__(self, describe, do, undo, finish=None):
+        self.describe, self.do, self.undo, self.finish = describe, do, undo, finish
 
 
 def knob_step(root, relative, value, previous):
@@ -85,6 +86,7 @@ class Journal:
     def __init__(self, check_mode=False):
         self.check_mode = check_mode
         self._done = []
+        self._finishing = []
 
     @property
     def changes(self):
@@ -107,10 +109,24 @@ class Journal:
         except (IOError, OSError) as exc:
             raise StepFailed("%s: %s" % (step.describe, exc.strerror or exc), exc)
         self._done.append((step.describe, step.undo))
+        if step.finish is not None:
+            self._finishing.append((step.describe, step.finish))
+
+    def finish(self):
+        """After the run succeeded: each done step's finish, in order; returns what failed, as
+        'change (reason)'. The changes stand either way (a failure leaves a set-aside copy behind)."""
+        failures, self._done = [], []
+        for describe, finish in self._finishing:
+            try:
+                finish()
+            except Exception as exc:  # pylint: disable=broad-except
+                failures.append("%s (%s)" % (describe, exc))
+        self._finishing = []
+        return failures
 
     def rollback(self):
         """Undo newest first; returns what could not be put back, as 'change (reason)'."""
-        failures = []
+        failures, self._finishing = [], []
         while self._done:
             describe, undo = self._done.pop()
             try:
@@ -217,4 +233,6 @@ def run_module(argument_spec, body):
         detail = traceback.format_exc()
         module.fail_json(msg="internal error in %s (%s: %s); %s" % (
             module._name, type(exc).__name__, exc, _undo_note(journal)), exception=detail)
+    for failure in journal.finish():
+        module.warn("done, but not cleaned up: %s" % failure)
     module.exit_json(**result)

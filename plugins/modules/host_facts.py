@@ -39,6 +39,8 @@ description:
   - With O(records), also reports the files an earlier converge left (the collection's records) as
     they are, under C(ansible_facts.cpuinfer_records), so a play skips rewriting a record that is
     already current without a stat run of its own.
+  - With O(units), also reports the loaded systemd units matching its patterns under
+    C(ansible_facts.cpuinfer_units) (one C(systemctl show)), so a play skips starting what already runs.
 author: cpuinfer.llm maintainers (@cpuinfer)
 options:
   records:
@@ -48,6 +50,14 @@ options:
         and C(gid); a named file that does not exist as C(null). A missing directory adds nothing.
     type: list
     elements: path
+    default: []
+  units:
+    description:
+      - Patterns (shell globs) of systemd units to report, such as V(cpuinfer-*). Only loaded units are
+        reported (a unit that runs is loaded). Nothing is reported below a O(root) other than V(/), or
+        where systemctl fails.
+    type: list
+    elements: str
     default: []
 extends_documentation_fragment:
   - cpuinfer.llm.kernel
@@ -74,6 +84,11 @@ EXAMPLES = r"""
   cpuinfer.llm.host_facts:
     records:
       - /var/lib/cpuinfer
+
+- name: Learn the host, and which of the collection's units run and are enabled
+  cpuinfer.llm.host_facts:
+    units:
+      - cpuinfer-*
 
 - name: Read facts from an offline snapshot of another host
   cpuinfer.llm.host_facts:
@@ -122,15 +137,24 @@ ansible_facts:
       sample:
         /var/lib/cpuinfer/host_facts.json: {sha256: 9f86d081884c7d65, mode: "0640", uid: 0, gid: 0}
         /var/lib/cpuinfer/host_tuning_original.json: null
+    cpuinfer_units:
+      description: The loaded units matching O(units), by name, with C(active) (systemd's ActiveState) and C(file) (UnitFileState).
+      type: dict
+      returned: always
+      sample:
+        cpuinfer-besteffort.slice: {active: active, file: enabled}
+        cpuinfer-besteffort-idle.service: {active: active, file: static}
 """
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils import _bootloader, _cgroupfs, _cpu_classes, _resctrl, _runtime, _topology, _tuned
+from ansible_collections.cpuinfer.llm.plugins.module_utils import (
+    _bootloader, _cgroupfs, _cpu_classes, _resctrl, _runtime, _systemd_units, _topology, _tuned)
 from ansible_collections.cpuinfer.llm.plugins.module_utils._os_identity import os_identity
 from ansible_collections.cpuinfer.llm.plugins.module_utils._records import problems, records
 from ansible_collections.cpuinfer.llm.plugins.module_utils._cpulist import format_cpulist
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import refuse_if, run_module
 
-ARGUMENT_SPEC = dict(root=dict(type="path", default="/"), records=dict(type="list", elements="path", default=[]))
+ARGUMENT_SPEC = dict(root=dict(type="path", default="/"), records=dict(type="list", elements="path", default=[]),
+                     units=dict(type="list", elements="str", default=[]))
 
 
 def _isolation_cmdline(root):
@@ -191,8 +215,10 @@ def report(module, dummy_journal):
     refuse_if(problems("records", module.params["records"]))
     facts = gather(module.params["root"])
     facts["os"] = os_identity()  # the live host's, whatever the root (no setup run needed for builds)
+    units = _systemd_units.unit_states(module.run_command, module.params["root"], module.params["units"])
     return dict(changed=False, ansible_facts={"cpuinfer": facts,
-                                              "cpuinfer_records": records(module.params["root"], module.params["records"])})
+                                              "cpuinfer_records": records(module.params["root"], module.params["records"]),
+                                              "cpuinfer_units": units})
 
 
 def main():

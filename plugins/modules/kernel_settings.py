@@ -103,6 +103,7 @@ options:
 extends_documentation_fragment:
   - cpuinfer.llm.kernel
   - cpuinfer.llm.managed_files
+  - cpuinfer.llm.managed_files.absent
 """
 
 EXAMPLES = r"""
@@ -164,7 +165,7 @@ from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refuse
 
 PARTS = (("thp", _thp_settings), ("perf_paranoid", _perf_paranoid_settings), ("sysctl", _sysctl_settings))
 ARGUMENT_SPEC = dict([(name, dict(type="dict", options=part.OPTIONS)) for name, part in PARTS],
-                     root=dict(type="path", default="/"), **_managed_files.OPTIONS)
+                     root=dict(type="path", default="/"), **dict(_managed_files.OPTIONS, **_managed_files.ABSENT_OPTIONS))
 
 
 class _Part:
@@ -212,8 +213,8 @@ def _dropin_problems(params):
 def converge(module, journal):
     params = module.params
     given = [(name, part) for name, part in PARTS if params[name] is not None]
-    if not given and not params["directories"] and not params["files"]:
-        raise Refused("nothing to set: give thp, perf_paranoid, sysctl, directories or files")
+    if not given and not params["directories"] and not params["files"] and not params["absent"]:
+        raise Refused("nothing to set: give thp, perf_paranoid, sysctl, directories, files or absent")
     refuse_if(_dropin_problems(params))
     planned, results = _Planned(), {}
     for name, part in given:

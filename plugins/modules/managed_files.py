@@ -12,10 +12,11 @@ module: managed_files
 short_description: Write a set of files and directories in one call, all or none
 version_added: 1.0.0
 description:
-  - Makes every listed directory and file exactly as given (content, mode, owner, group) in one
-    module run, where a loop of C(ansible.builtin.template) or C(copy) tasks makes two module runs
-    per file. On an emulated or distant host each module run costs seconds, so a role's unit files,
-    drop-ins and environment files cost one run instead of a dozen.
+  - Makes every listed directory and file exactly as given (content, mode, owner, group), and removes
+    every O(absent) path, in one module run, where a loop of C(ansible.builtin.template) or C(copy) tasks
+    makes two module runs per file and a loop of C(ansible.builtin.file) one per path. On an emulated or
+    distant host each module run costs seconds, so a role's unit files, drop-ins and environment files
+    cost one run instead of a dozen.
   - The whole request is checked before the first write (absolute paths, no path twice, octal modes,
     owners and groups that exist). Missing parent directories are created C(0755) root:root.
   - Files are replaced atomically (a temporary file renamed over the target). When a write fails,
@@ -27,6 +28,7 @@ description:
 author: cpuinfer.llm maintainers (@cpuinfer)
 extends_documentation_fragment:
   - cpuinfer.llm.managed_files
+  - cpuinfer.llm.managed_files.absent
 options:
   root:
     description: Root of the file tree (a test tree); paths are taken below it.
@@ -86,7 +88,7 @@ from ansible_collections.cpuinfer.llm.plugins.module_utils._records import probl
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import refuse_if, run_module
 
 ARGUMENT_SPEC = dict(_managed_files.OPTIONS, root=dict(type="path", default="/"),
-                     report=dict(type="list", elements="path", default=[]))
+                     report=dict(type="list", elements="path", default=[]), **_managed_files.ABSENT_OPTIONS)
 
 
 def converge(module, journal):

@@ -146,3 +146,29 @@ def test_a_dropin_its_applier_never_reads_is_named_with_the_reason(given, applie
         assert problem is None
     else:
         assert problem.startswith("dropin: %s %s; %s reads only *.conf files in " % (given, why, applier)), problem
+
+
+def test_set_aside_keeps_a_tree_beside_itself_until_put_back_or_discarded(tmp_path):
+    root = str(tmp_path)
+    (tmp_path / "srv/models").mkdir(parents=True)
+    (tmp_path / "srv/models/m.gguf").write_bytes(b"GGUF")
+    aside = _persist.set_aside(root, "/srv/models")
+    assert aside.startswith("/srv/.cpuinfer-removed-models.") and not (tmp_path / "srv/models").exists()
+    assert (tmp_path / aside.lstrip("/") / "m.gguf").read_bytes() == b"GGUF"
+    _persist.put_back(root, aside, "/srv/models")
+    assert (tmp_path / "srv/models/m.gguf").read_bytes() == b"GGUF" and os.listdir(root + "/srv") == ["models"]
+    _persist.discard(root, _persist.set_aside(root, "/srv/models"))
+    assert os.listdir(root + "/srv") == []
+
+
+def test_discard_removes_a_link_not_what_it_points_to(tmp_path):
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target/keep").write_text("x")
+    os.symlink("target", str(tmp_path / "link"))
+    _persist.discard(str(tmp_path), _persist.set_aside(str(tmp_path), "/link"))
+    assert sorted(os.listdir(str(tmp_path))) == ["target"] and (tmp_path / "target/keep").read_text() == "x"
+
+
+def test_set_aside_of_what_is_not_there_is_a_persist_error(tmp_path):
+    with pytest.raises(_persist.PersistError, match="cannot remove .*/gone"):
+        _persist.set_aside(str(tmp_path), "/gone")

@@ -168,3 +168,30 @@ def test_a_file_step_whose_write_fails_removes_the_directories_it_made(tree, mon
     outcome, result = run(body)
     assert outcome == "failed" and "No space left on device" in result["msg"] and "nothing was written" in result["msg"]
     assert full_snapshot(tree) == before
+
+
+def test_finish_runs_only_after_success_and_never_after_a_rollback(tree):
+    finished = []
+    step = _runner.Step("remove /k/x", lambda: None, lambda: None, lambda: finished.append("x"))
+    journal = Journal()
+    journal.apply([step])
+    assert journal.rollback() == [] and journal.finish() == [] and finished == []
+    journal.apply([step])
+    assert journal.finish() == [] and finished == ["x"]
+    assert journal.finish() == [] and finished == ["x"]  # once
+
+
+def test_a_finish_that_fails_is_named_and_the_change_stands(tree):
+    def fails():
+        raise OSError("busy")
+
+    journal = Journal()
+    journal.apply([_runner.Step("remove /k/x", lambda: None, lambda: None, fails)])
+    assert journal.finish() == ["remove /k/x (busy)"] and journal.changes == []
+
+
+def test_check_mode_finishes_nothing(tree):
+    finished = []
+    journal = Journal(check_mode=True)
+    journal.apply([_runner.Step("remove /k/x", lambda: None, lambda: None, lambda: finished.append("x"))])
+    assert journal.finish() == [] and finished == []

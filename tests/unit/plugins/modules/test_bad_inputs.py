@@ -260,7 +260,7 @@ SYSCTL = [
      linked("/etc/sysctl.d")),
 ]
 KERNEL = [
-    ({}, "nothing to set: give thp, perf_paranoid, sysctl, directories or files"),
+    ({}, "nothing to set: give thp, perf_paranoid, sysctl, directories, files or absent"),
     ({"thp": {}}, "thp: nothing to set: give enabled, defrag or khugepaged"),
     ({"thp": 5}, "thp must be a dict of"),
     ({"thp": {"khugepaged": 5}}, "thp.khugepaged must be a dict of alloc_sleep_millisecs, defrag, max_ptes_none, pages_to_scan, "
@@ -382,6 +382,11 @@ FILES = [
      linked("/etc/linked.d")),
     ({"directories": [{"path": "/etc/linked.d/sub"}]}, "directories path: /etc/linked.d/sub leads through /etc/linked.d",
      linked("/etc/linked.d", "../var")),
+    ({"absent": ["/"]}, "absent path: '/' is not an absolute path below /"),
+    ({"absent": ["/etc/demo.d"], "files": [{"path": "/etc/demo.d/x.conf", "content": "x"}]},
+     "/etc/demo.d/x.conf is both written and removed (absent /etc/demo.d)"),
+    ({"absent": ["/etc/linked.d/x.conf"]}, "absent path: /etc/linked.d/x.conf leads through /etc/linked.d",
+     linked("/etc/linked.d")),
 ]
 
 

@@ -195,3 +195,20 @@ def test_isolation_as_the_running_kernel_keeps_it_and_booted_with_it(tmp_path, r
     assert isolation["nohz_full"] == "1-3"
     assert isolation["cmdline"] == {"nohz_full": "1-3", "rcu_nocbs": "1-3", "irqaffinity": "0"}
     assert facts_of(run_module, tmp_path)["tuned"] == {"installed": False, "running": False, "active_profile": None}
+
+
+def test_units_are_reported_as_systemd_shows_them_and_not_asked_below_a_test_root(tmp_path, run_module, monkeypatch):
+    from ansible_collections.cpuinfer.llm.plugins.module_utils import _systemd_units
+
+    xeon_tree(tmp_path)
+    assert run_module(host_facts, {"root": str(tmp_path), "units": ["cpuinfer-*"]})[1]["ansible_facts"]["cpuinfer_units"] == {}
+    asked = []
+
+    def shown(run, root, patterns):
+        asked.append((root, patterns))
+        return {"cpuinfer-besteffort.slice": {"active": "active", "file": "enabled"}}
+
+    monkeypatch.setattr(_systemd_units, "unit_states", shown)
+    failed, result = run_module(host_facts, {"root": str(tmp_path), "units": ["cpuinfer-*"]})
+    assert not failed and asked == [(str(tmp_path), ["cpuinfer-*"])]
+    assert result["ansible_facts"]["cpuinfer_units"] == {"cpuinfer-besteffort.slice": {"active": "active", "file": "enabled"}}

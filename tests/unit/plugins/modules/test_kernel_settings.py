@@ -83,7 +83,7 @@ def test_check_mode_writes_nothing_and_the_diff_is_headed_by_part(host, run_modu
 
 
 @pytest.mark.parametrize("args, words", [
-    ({}, "nothing to set: give thp, perf_paranoid, sysctl, directories or files"),
+    ({}, "nothing to set: give thp, perf_paranoid, sysctl, directories, files or absent"),
     ({"thp": THP, "files": [{"path": "/etc/tmpfiles.d/cpuinfer-thp.conf", "content": "x"}]},
      "/etc/tmpfiles.d/cpuinfer-thp.conf: thp writes this drop-in"),
     ({"sysctl": SYSCTL, "directories": [{"path": "/etc/sysctl.d/90-cpuinfer-tuning.conf/"}]},

@@ -165,3 +165,94 @@ def test_a_path_is_written_in_its_one_spelling(tmp_path, run_module):
     failed, result = run_module(managed_files, {"root": str(tmp_path), "files": [{"path": "/etc//demo/./x.conf", "content": "a"}]})
     assert not failed and result["changed_paths"] == ["/etc", "/etc/demo", "/etc/demo/x.conf"], result
     assert (tmp_path / "etc/demo/x.conf").read_text() == "a"
+
+
+def _installed(tmp_path):
+    """What a role's revert removes: a unit, a directory tree with a secret in it, a link."""
+    (tmp_path / "etc/systemd/system").mkdir(parents=True)
+    (tmp_path / UNIT.lstrip("/")).write_text("[Service]\n")
+    models = tmp_path / "var/lib/demo/models"
+    models.mkdir(parents=True)
+    (models / "m.gguf").write_bytes(b"GGUF")
+    (tmp_path / "etc/demo").mkdir()
+    (tmp_path / ENV.lstrip("/")).write_text("TOKEN=hunter2\n")
+    os.symlink("models", str(tmp_path / "var/lib/demo/current"))
+    return ["/var/lib/demo", UNIT, "/etc/demo", "/var/lib/demo/current", "/etc/never-there.conf"]
+
+
+def test_absent_removes_files_links_and_whole_trees_and_leaves_nothing_aside(tmp_path, run_module):
+    absent = _installed(tmp_path)
+    failed, result = run_module(managed_files, {"root": str(tmp_path), "absent": absent}, diff=True)
+    assert not failed and result["changed"], result
+    # the link inside a removed tree goes with it; the path never there changes nothing
+    assert result["changed_paths"] == ["/var/lib/demo", UNIT, "/etc/demo"]
+    assert sorted(os.listdir(str(tmp_path / "var/lib"))) == [] and os.listdir(str(tmp_path / "etc/systemd/system")) == []
+    assert sorted(os.listdir(str(tmp_path / "etc"))) == ["systemd"]
+    assert "hunter2" not in str(result)
+    assert [d["after_header"] for d in result["diff"]] == [p + " (absent)" for p in result["changed_paths"]]
+    assert [(d["before_header"], d["before"], d["after"]) for d in result["diff"]] == [
+        ("/var/lib/demo", "a directory, with everything in it\n", ""), (UNIT, "a file of 10 bytes\n", ""),
+        ("/etc/demo", "a directory, with everything in it\n", "")]
+    again = run_module(managed_files, {"root": str(tmp_path), "absent": absent})[1]
+    assert not again["changed"] and again["changed_paths"] == []
+
+
+def test_absent_in_check_mode_removes_nothing(tmp_path, run_module):
+    absent = _installed(tmp_path)
+    before = snapshot(tmp_path)
+    failed, result = run_module(managed_files, {"root": str(tmp_path), "absent": absent}, check=True, diff=True)
+    assert not failed and result["changed"] and result["changed_paths"] == ["/var/lib/demo", UNIT, "/etc/demo"]
+    assert snapshot(tmp_path) == before
+
+
+def test_a_failed_write_puts_every_removed_tree_back(tmp_path, run_module, monkeypatch):
+    absent = _installed(tmp_path)
+    before = snapshot(tmp_path)
+    real = _persist.replace_file
+
+    def fail(root, relative, *rest, **kwargs):
+        if relative == "/etc/new.conf":
+            raise _persist.PersistError("cannot write %s: disk full" % relative)
+        return real(root, relative, *rest, **kwargs)
+
+    monkeypatch.setattr(_persist, "replace_file", fail)
+    failed, result = run_module(managed_files, {"root": str(tmp_path), "absent": absent,
+                                                "files": [{"path": "/etc/new.conf", "content": "x"}]})
+    assert failed and "disk full" in result["msg"] and "put back" in result["msg"], result
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("absent, files, message", [
+    (["/etc/demo"], [{"path": ENV, "content": "x"}], "/etc/demo/demo.env is both written and removed (absent /etc/demo)"),
+    ([UNIT], [{"path": UNIT, "content": "x"}], "is both written and removed"),
+    (["/"], [], "is not an absolute path below /"),
+    (["etc/demo"], [], "is not an absolute path"),
+    ([UNIT, UNIT + "/"], [], "listed twice in absent"),
+])
+def test_a_bad_absent_path_refuses_the_whole_request(tmp_path, run_module, absent, files, message):
+    _installed(tmp_path)
+    before = snapshot(tmp_path)
+    failed, result = run_module(managed_files, {"root": str(tmp_path), "absent": absent, "files": files})
+    assert failed and message in result["msg"] and "nothing written" in result["msg"], result
+    assert snapshot(tmp_path) == before
+
+
+def test_absent_through_a_linked_directory_is_refused(tmp_path, run_module):
+    _installed(tmp_path)
+    os.symlink(str(tmp_path / "etc"), str(tmp_path / "etc-link"))
+    failed, result = run_module(managed_files, {"root": str(tmp_path), "absent": ["/etc-link/demo"]})
+    assert failed and "leads through /etc-link, a symbolic link" in result["msg"], result
+    assert (tmp_path / ENV.lstrip("/")).exists()
+
+
+def test_a_copy_that_cannot_be_deleted_is_a_warning_not_a_failure(tmp_path, run_module, monkeypatch):
+    _installed(tmp_path)
+
+    def refuse(root, aside):
+        raise _persist.PersistError("cannot delete %s: busy" % aside)
+
+    monkeypatch.setattr(_persist, "discard", refuse)
+    failed, result = run_module(managed_files, {"root": str(tmp_path), "absent": [UNIT]})
+    assert not failed and result["changed_paths"] == [UNIT], result
+    assert not (tmp_path / UNIT.lstrip("/")).exists()
+    assert any("not cleaned up: remove %s (cannot delete" % UNIT in w for w in result.get("warnings", [])), result
