@@ -218,13 +218,16 @@ def put_state(root, relative, state):
 def set_aside(root, relative):
     """Rename the file, link or directory tree at relative to a hidden name in its own directory and return
     that name (relative): the rename is atomic and takes no copy, so put_back undoes a removal of any size,
-    and discard makes it final once the whole run succeeded."""
+    and discard makes it final once the whole run succeeded. The name ends in numbers, so a copy a killed
+    run left behind is no *.conf drop-in or unit name that sysctl, tmpfiles or systemd would load."""
     path = knob_path(root, relative)
     directory, name = os.path.split(path)
     for attempt in range(100):
         aside = os.path.join(directory, ".cpuinfer-removed-%s.%d.%d" % (name, os.getpid(), attempt))
         if not os.path.lexists(aside):
             break
+    else:
+        raise PersistError("cannot remove %s: no free name to set it aside in %s" % (path, directory))
     try:
         os.rename(path, aside)
     except (IOError, OSError) as exc:

@@ -172,3 +172,12 @@ def test_discard_removes_a_link_not_what_it_points_to(tmp_path):
 def test_set_aside_of_what_is_not_there_is_a_persist_error(tmp_path):
     with pytest.raises(_persist.PersistError, match="cannot remove .*/gone"):
         _persist.set_aside(str(tmp_path), "/gone")
+
+
+def test_set_aside_never_renames_over_an_earlier_copy(tmp_path):
+    (tmp_path / "x.conf").write_text("keep")
+    for attempt in range(100):
+        (tmp_path / (".cpuinfer-removed-x.conf.%d.%d" % (os.getpid(), attempt))).write_text("earlier")
+    with pytest.raises(_persist.PersistError, match="no free name"):
+        _persist.set_aside(str(tmp_path), "/x.conf")
+    assert (tmp_path / "x.conf").read_text() == "keep"
