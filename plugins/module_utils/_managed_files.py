@@ -16,7 +16,7 @@ import os
 import pwd
 import re
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils._paths import link_problem, normal_path, path_problem
+from ansible_collections.cpuinfer.llm.plugins.module_utils._paths import link_problem, normal_path, path_problem, within
 from ansible_collections.cpuinfer.llm.plugins.module_utils._knobs import knob_path
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _persist
 from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import FileState, file_state, missing_directories, put_state
@@ -130,10 +130,6 @@ class Plan:
         self.steps, self.changed_paths, self.diffs, self.files = steps, changed_paths, diffs, files
 
 
-def _under(path, directory):
-    return path == directory or path.startswith(directory + "/")
-
-
 def absent_paths(params, root):
     """(the absent paths to remove that exist, outermost of each tree only; the request's problems with them).
     A path is refused when a directory or file of the same request is written there or below it."""
@@ -148,9 +144,9 @@ def absent_paths(params, root):
         if path in paths:
             problems.append("%s is listed twice in absent" % path)
         problems += ["%s is both written and removed (absent %s)" % (other, path)
-                     for other in written if other and _under(other, path)]
+                     for other in written if other and within(other, path)]
         paths.append(path)
-    outermost = [path for path in paths if not any(other != path and _under(path, other) for other in paths)]
+    outermost = [path for path in paths if not any(other != path and within(path, other) for other in paths)]
     return [path for path in outermost if os.path.lexists(knob_path(root, path))], [p for p in problems if p]
 
 

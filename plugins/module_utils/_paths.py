@@ -38,6 +38,11 @@ def path_problem(option, path, allow_root=False, noun="path"):
     return normal, None
 
 
+def within(path, directory):
+    """Whether the normal path is directory or lies below it."""
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
 def linked_ancestor(root, path):
     """The first directory on the way to path (path itself excluded) that is a symbolic link below
     root, as (link, its target); None when there is none. path: a normal absolute path."""

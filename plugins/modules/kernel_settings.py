@@ -160,7 +160,7 @@ from ansible_collections.cpuinfer.llm.plugins.module_utils import (
     _thp_settings,
 )
 from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
-from ansible_collections.cpuinfer.llm.plugins.module_utils._paths import normal_path
+from ansible_collections.cpuinfer.llm.plugins.module_utils._paths import normal_path, within
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refused, refuse_if, run_module
 
 PARTS = (("thp", _thp_settings), ("perf_paranoid", _perf_paranoid_settings), ("sysctl", _sysctl_settings))
@@ -197,7 +197,8 @@ def _diffs(name, diff):
 
 def _dropin_problems(params):
     """A part's drop-in that is another part's (given in this run or not: it would overwrite that part's
-    file), or a directory or file of the request on the drop-in of a part given in this run."""
+    file), a directory or file of the request on the drop-in of a part given in this run, or an absent path
+    at or above such a drop-in (the run would write it, then remove it)."""
     owned, problems = {}, []
     for name, part in PARTS:
         path = part.dropin(params[name])
@@ -206,8 +207,10 @@ def _dropin_problems(params):
         elif path is not None:
             owned[path] = name
     given = dict((path, name) for path, name in owned.items() if params[name] is not None)
-    return problems + ["%s: %s writes this drop-in" % (entry["path"], given[normal_path(entry["path"])])
-                       for entry in params["directories"] + params["files"] if normal_path(entry["path"]) in given]
+    problems += ["%s: %s writes this drop-in" % (entry["path"], given[normal_path(entry["path"])])
+                 for entry in params["directories"] + params["files"] if normal_path(entry["path"]) in given]
+    return problems + ["absent %s: %s writes %s there" % (path, name, dropin) for path in params["absent"]
+                       for dropin, name in sorted(given.items()) if normal_path(path) and within(dropin, normal_path(path))]
 
 
 def converge(module, journal):

@@ -9,6 +9,7 @@ from ansible_collections.cpuinfer.llm.plugins.module_utils._paths import (
     linked_ancestor,
     normal_path,
     path_problem,
+    within,
 )
 
 
@@ -68,3 +69,8 @@ def test_the_path_itself_is_not_an_ancestor(tmp_path):
     (tmp_path / "etc").mkdir()
     os.symlink("/elsewhere", str(tmp_path / "etc" / "x"))
     assert linked_ancestor(str(tmp_path), "/etc/x") is None
+
+
+def test_within_is_the_directory_itself_or_below_it_not_a_name_that_starts_alike():
+    assert within("/etc/demo", "/etc/demo") and within("/etc/demo/x.conf", "/etc/demo")
+    assert not within("/etc/demo.d/x.conf", "/etc/demo") and not within("/etc", "/etc/demo")

@@ -93,6 +93,9 @@ def test_check_mode_writes_nothing_and_the_diff_is_headed_by_part(host, run_modu
      "perf_paranoid's own drop-in"),
     ({"sysctl": {"values": {"kernel.numa_balancing": 0}, "dropin": "/etc/tmpfiles.d/cpuinfer-thp.conf"}},
      "sysctl.dropin /etc/tmpfiles.d/cpuinfer-thp.conf is thp's own drop-in"),
+    ({"sysctl": SYSCTL, "absent": ["/etc/sysctl.d/90-cpuinfer-tuning.conf"]},
+     "absent /etc/sysctl.d/90-cpuinfer-tuning.conf: sysctl writes /etc/sysctl.d/90-cpuinfer-tuning.conf there"),
+    ({"thp": THP, "absent": ["/etc/tmpfiles.d/"]}, "absent /etc/tmpfiles.d/: thp writes /etc/tmpfiles.d/cpuinfer-thp.conf there"),
     ({"thp": {}}, "nothing to set: give enabled, defrag or khugepaged"),
     ({"sysctl": {"values": {"kernel.perf_event_paranoid": 1}}}, "is set by cpuinfer.llm.perf_paranoid"),
 ])
