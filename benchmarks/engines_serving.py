@@ -15,7 +15,7 @@ import urllib.request
 from cpuinfer_agent import stream_probe
 from cpuinfer_agent.served_rate import health, prompt_ids
 
-from ansible_collections.cpuinfer.llm.plugins.filter import engine_settings
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils import _filter_engine_settings as engine_settings
 
 PROMPT_TOKENS = 512
 GENERATED = 64

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.cpuinfer.llm.plugins.filter.drift_metrics import drift_exposition
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_drift_metrics import drift_exposition
 
 from test_grafana_dashboard import emitted_names
 

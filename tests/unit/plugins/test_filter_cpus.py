@@ -1,7 +1,7 @@
 import pytest
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.cpuinfer.llm.plugins.filter.cpus import besteffort_cpu_weight, inference_threads
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_cpus import besteffort_cpu_weight, inference_threads
 
 XEON_8_CORES_HT = ["%d,%d" % (c, c + 8) for c in range(8)]
 
@@ -29,7 +29,7 @@ def _facts(cores, nodes, l3=()):
 
 
 def test_plan_two_socket_xeon_keeps_whole_cores_and_nodes():
-    from ansible_collections.cpuinfer.llm.plugins.filter.cpus import cpu_plan
+    from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_cpus import cpu_plan
 
     cores = ["%d,%d" % (c, c + 8) for c in range(8)]
     plan = cpu_plan(_facts(cores, ["0-3,8-11", "4-7,12-15"], ["0-3,8-11", "4-7,12-15"]), 1)
@@ -40,14 +40,14 @@ def test_plan_two_socket_xeon_keeps_whole_cores_and_nodes():
 
 
 def test_plan_one_core_host_is_not_split():
-    from ansible_collections.cpuinfer.llm.plugins.filter.cpus import cpu_plan
+    from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_cpus import cpu_plan
 
     plan = cpu_plan(_facts(["0"], ["0"]), 1)
     assert not plan["split"] and plan["housekeeping"] == plan["inference"] == "0"
 
 
 def test_plan_needs_host_facts():
-    from ansible_collections.cpuinfer.llm.plugins.filter.cpus import cpu_plan
+    from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_cpus import cpu_plan
 
     with pytest.raises(AnsibleFilterError, match="host_facts"):
         cpu_plan({}, 1)
@@ -55,7 +55,7 @@ def test_plan_needs_host_facts():
 
 @pytest.mark.parametrize("given", [2, "2", " 2 "])
 def test_cpu_plan_takes_a_number_as_extra_vars_give_it(given):
-    from ansible_collections.cpuinfer.llm.plugins.filter.cpus import cpu_plan
+    from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_cpus import cpu_plan
 
     plan = cpu_plan(_facts(["0", "1", "2", "3"], ["0-3"]), given)
     assert plan["housekeeping"] == "0-1" and plan["inference"] == "2-3"
@@ -64,7 +64,7 @@ def test_cpu_plan_takes_a_number_as_extra_vars_give_it(given):
 @pytest.mark.parametrize("given,words", [("two", "whole number"), ("２", "whole number"), (True, "whole number"),
                                          (0, "at least 1"), ("-1", "whole number")])
 def test_cpu_plan_refuses_what_is_no_core_count(given, words):
-    from ansible_collections.cpuinfer.llm.plugins.filter.cpus import cpu_plan
+    from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_cpus import cpu_plan
 
     with pytest.raises(AnsibleFilterError, match=words):
         cpu_plan(_facts(["0", "1"], ["0-1"]), given)
@@ -77,14 +77,14 @@ def test_cpu_plan_refuses_what_is_no_core_count(given, words):
     ({"platform": "other", "llama_build_class": None}, ["cpuinfer_other", "cpuinfer_no_build_class"]),
 ])
 def test_fact_groups_are_valid_group_names(facts, groups):
-    from ansible_collections.cpuinfer.llm.plugins.filter.cpus import fact_groups
+    from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_cpus import fact_groups
 
     assert fact_groups(facts) == groups
     assert all(__import__("re").match(r"^[a-z][a-z0-9_]*$", name) for name in fact_groups(facts))
 
 
 def test_fact_groups_need_host_facts():
-    from ansible_collections.cpuinfer.llm.plugins.filter.cpus import fact_groups
+    from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_cpus import fact_groups
 
     with pytest.raises(AnsibleFilterError, match="host_facts"):
         fact_groups({"cpus": 4})

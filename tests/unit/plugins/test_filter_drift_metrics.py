@@ -6,7 +6,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.cpuinfer.llm.plugins.filter.drift_metrics import drift_exposition
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_drift_metrics import drift_exposition
 
 PROMTOOL = Path(__file__).resolve().parents[3] / ".build" / "tools" / "promtool"
 REPORT = {

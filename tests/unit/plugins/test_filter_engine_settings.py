@@ -6,14 +6,14 @@ import json
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.cpuinfer.llm.plugins.filter.engine_settings import (
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_engine_settings import (
     calibration_best,
     calibration_document,
     calibration_grid,
     llama_bench_results,
     numa_mode,
 )
-from ansible_collections.cpuinfer.llm.plugins.filter.llama import (
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_llama import (
     extra_args_problems,
     llama_build_argv,
     llama_build_classes,
@@ -205,7 +205,7 @@ def test_a_quantised_v_cache_is_refused_only_where_flash_attention_is_turned_off
 
 
 def test_a_calibrations_llama_bench_and_its_transient_unit():
-    from ansible_collections.cpuinfer.llm.plugins.filter.engine_settings import llama_bench_argv, measured_under
+    from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_engine_settings import llama_bench_argv, measured_under
     mainline = llama_bench_argv("/b/llama-bench", "/m.gguf", 4, "llama.cpp", 3, [128, 512])
     # flash attention on for both engines, as both units run them
     assert mainline == ["/b/llama-bench", "-m", "/m.gguf", "-p", "512", "-n", "64", "-r", "3", "-o", "json",

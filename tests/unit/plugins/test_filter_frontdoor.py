@@ -2,7 +2,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.cpuinfer.llm.plugins.filter.frontdoor import frontdoor_backends, frontdoor_server_name
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_frontdoor import frontdoor_backends, frontdoor_server_name
 
 SHA_A, SHA_B = "a" * 64, "b" * 64
 
@@ -108,7 +108,7 @@ tiny,BACKEND,0,0,1,2,26,10,0,0,0,0,,0,0,0,0,UP,3
 
 
 def test_states_from_show_stat_name_the_servers_out_of_rotation():
-    from ansible_collections.cpuinfer.llm.plugins.filter.frontdoor import frontdoor_states
+    from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_frontdoor import frontdoor_states
     states = frontdoor_states(SHOW_STAT)
     assert [(s["server"], s["status"], s["sessions"], s["queue"], s["out_of_rotation"]) for s in states] == [
         ("h1--tiny", "UP", 1, 0, False), ("h2--tiny-node0", "DRAIN", 0, 2, True),
@@ -116,13 +116,13 @@ def test_states_from_show_stat_name_the_servers_out_of_rotation():
 
 
 def test_states_refuse_an_answer_that_is_not_show_stat():
-    from ansible_collections.cpuinfer.llm.plugins.filter.frontdoor import frontdoor_states
+    from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_frontdoor import frontdoor_states
     with pytest.raises(AnsibleFilterError, match="not the answer of show stat"):
         frontdoor_states("Unknown command.")
 
 
 def test_a_drained_server_is_a_drifted_setting_an_up_one_is_not():
-    from ansible_collections.cpuinfer.llm.plugins.filter.frontdoor import frontdoor_setting, frontdoor_states
+    from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_frontdoor import frontdoor_setting, frontdoor_states
     rows = [frontdoor_setting(state) for state in frontdoor_states(SHOW_STAT)]
     assert [(r["setting"], r["actual"], r["in_sync"]) for r in rows] == [
         ("front door server tiny/h1--tiny", "UP", True), ("front door server tiny/h2--tiny-node0", "DRAIN", False),

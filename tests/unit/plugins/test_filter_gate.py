@@ -2,7 +2,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.cpuinfer.llm.plugins.filter.gate import gate_verdicts
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_gate import gate_verdicts
 
 LIMITS = (0.5, 5000, 0.9, 1.25)
 

@@ -2,7 +2,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.cpuinfer.llm.plugins.filter.instance_files import llama_instances_of_paths, metrics_units, llama_instances_to_restart
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_instance_files import llama_instances_of_paths, metrics_units, llama_instances_to_restart
 
 
 def test_instance_files_name_their_instance_once_and_other_files_none():

@@ -1,7 +1,7 @@
 import pytest
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.cpuinfer.llm.plugins.filter.isolation import cpumask_hex, isolation_cmdline
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_isolation import cpumask_hex, isolation_cmdline
 
 PLAN = {"split": True, "housekeeping": "0,8", "inference": "1-7,9-15"}
 
@@ -29,7 +29,7 @@ def test_cpumask_hex_as_the_kernel_prints_masks(cpus, mask):
 
 
 def test_absent_knobs_of_a_vm_are_named_with_why():
-    from ansible_collections.cpuinfer.llm.plugins.filter.isolation import absent_knobs
+    from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_isolation import absent_knobs
     vm = {"cpufreq_governor": None, "cpufreq_epp": None, "cpuidle_driver": None, "isolation": {"nohz_full": ""}}
     absent = absent_knobs(vm, "performance", "performance", 2, "nohz")
     assert [a.split(":")[0] for a in absent] == [

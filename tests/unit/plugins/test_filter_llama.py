@@ -3,7 +3,7 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.cpuinfer.llm.plugins.filter.llama import (
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_llama import (
     ENGINE_OVERHEAD,
     MIB,
     extra_args_problems,

@@ -2,7 +2,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.cpuinfer.llm.plugins.filter.models import (
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_models import (
     model_checks_by_instance, model_files, models_to_place, play_local_models)
 
 A, B = "a" * 64, "b" * 64

@@ -3,7 +3,7 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.cpuinfer.llm.plugins.filter.pull import controller_python_minimum, pull_command, pull_problems
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_pull import controller_python_minimum, pull_command, pull_problems
 
 GOOD = {"url": "git://10.0.2.2:9418/fleet.git", "ref": "pull/canary", "inventory": "inventories/fleet/hosts.yml",
         "playbook": "playbooks/pull.yml", "host": "xeon-1", "python": "3.11", "interval": 900, "random_delay": 300,

@@ -6,7 +6,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.cpuinfer.llm.plugins.filter.records import record_current
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_records import record_current
 
 PATH = "/var/lib/cpuinfer/host_facts.json"
 TEXT = '{"platform": "xeon"}\n'

@@ -6,9 +6,9 @@ import json
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.cpuinfer.llm.plugins.filter.engine_settings import calibration_document
-from ansible_collections.cpuinfer.llm.plugins.filter.llama import llama_instances
-from ansible_collections.cpuinfer.llm.plugins.filter.served_calibration import served_best, served_rate_argv, served_results
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_engine_settings import calibration_document
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_llama import llama_instances
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_served_calibration import served_best, served_rate_argv, served_results
 
 INSTANCE = {"name": "tiny", "parallel": 4, "cores": 8, "n_ctx": 640, "cache_type_k": "f16", "cache_type_v": "q8_0",
             "n_ubatch": 256}

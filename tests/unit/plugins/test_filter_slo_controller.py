@@ -3,7 +3,7 @@
 import pytest
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.cpuinfer.llm.plugins.filter.slo_controller import slo_controller_config
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_slo_controller import slo_controller_config
 
 FACTS = {"core_cpus": ["0,4", "1,5", "2,6", "3,7"], "numa_nodes": [{"id": 0, "cpus": "0-7"}], "l3_domains": ["0-7"]}
 INSTANCES = [{"name": "chat", "port": 8081, "parallel": 4}, {"name": "batch", "port": 8082, "best_effort": True},

@@ -1,6 +1,6 @@
 from ansible.release import __version__
 
-from ansible_collections.cpuinfer.llm.plugins.filter.target_python import MODULES_PYTHON_MIN, target_python_problem
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_target_python import MODULES_PYTHON_MIN, target_python_problem
 
 
 def test_the_minimum_is_the_installed_ansible_cores_own():

@@ -1,7 +1,7 @@
 import pytest
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.cpuinfer.llm.plugins.filter.tuned import tuned_profile
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_tuned import tuned_profile
 
 
 def test_the_profile_of_a_plan_is_marked_as_ours_and_includes_the_base():

@@ -4,7 +4,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.cpuinfer.llm.plugins.filter.tuning import tuning_record, tuning_record_kept, tuning_settings
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_tuning import tuning_record, tuning_record_kept, tuning_settings
 from ansible_collections.cpuinfer.llm.plugins.modules import perf_paranoid, sysctl, thp
 
 from kernel_tree import snapshot, thp_tree, write_tree
@@ -110,7 +110,7 @@ def test_something_that_is_not_a_module_result_is_named():
 
 
 def test_isolation_row_compares_the_running_kernels_nohz_full():
-    from ansible_collections.cpuinfer.llm.plugins.filter.tuning import tuning_settings
+    from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_tuning import tuning_settings
     thp = {"before": {}, "after": {}}
     perf = {"previous": 2, "level": 2}
     sysctl = {"before": {}, "after": {}}
@@ -125,7 +125,7 @@ def test_isolation_row_compares_the_running_kernels_nohz_full():
 
 
 def test_tuned_rows_where_tuned_runs():
-    from ansible_collections.cpuinfer.llm.plugins.filter.tuning import tuning_settings
+    from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_tuning import tuning_settings
     args = ({"before": {}, "after": {}}, {"previous": 2, "level": 2}, {"before": {}, "after": {}}, {},
             {"split": False, "housekeeping": "0", "inference": "0"}, "x.slice", None, None)
     rows = dict((r["setting"], r) for r in tuning_settings(*args, {"active_profile": "virtual-guest", "verify_rc": 1}))
@@ -137,7 +137,7 @@ def test_tuned_rows_where_tuned_runs():
 
 
 def test_verify_reads_by_name_and_a_skipped_reading_adds_no_row():
-    from ansible_collections.cpuinfer.llm.plugins.filter.tuning import tuning_settings_of
+    from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_tuning import tuning_settings_of
     skipped = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
     readings = {"thp": {"before": {}, "after": {}}, "perf": {"previous": 2, "level": 2},
                 "sysctl": {"before": {}, "after": {}}, "slices_now": {}, "plan": PLAN, "inference_slice": SLICE,

@@ -4,7 +4,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.cpuinfer.llm.plugins.filter.units import units_running
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_units import units_running
 
 SLICE, IDLE = "cpuinfer-besteffort.slice", "cpuinfer-besteffort-idle.service"
 UNITS = {SLICE: {"active": "active", "file": "enabled"}, IDLE: {"active": "active", "file": "static"}}

@@ -5,7 +5,7 @@ in the same play, with no group made by hand in the inventory."""
 import json
 from pathlib import Path
 
-from ansible_collections.cpuinfer.llm.plugins.filter.cpus import fact_groups
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_cpus import fact_groups
 from ansible_collections.cpuinfer.llm.plugins.modules import host_facts
 
 from local_playbook import run_playbook

@@ -4,7 +4,7 @@ import os
 import pytest
 
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _records
-from ansible_collections.cpuinfer.llm.plugins.filter.records import record_current
+from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_records import record_current
 from ansible_collections.cpuinfer.llm.plugins.module_utils._persist import PersistError
 
 
