@@ -12,15 +12,16 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+try:
+    from prometheus_client import CollectorRegistry, Gauge, generate_latest
+except ImportError:  # the controller's requirements bring it; the filter says so when it is missing
+    CollectorRegistry = None
+
 
 def drift_exposition(report, timestamp):
     """{host: [{setting, in_sync, ...}]} and the run's Unix time -> exposition text: per host the count
     of settings out of sync and each setting's 1/0, and when verify last ran."""
-    # imported here, not with the file: ansible-core loads every filter file of the collection in each task's
-    # worker that uses any one of its filters, and prometheus_client was two thirds of that import time
-    try:
-        from prometheus_client import CollectorRegistry, Gauge, generate_latest
-    except ImportError:  # the controller's requirements bring it; the filter says so when it is missing
+    if CollectorRegistry is None:
         raise AnsibleFilterError("drift_exposition needs the prometheus_client package on the controller")
     if not isinstance(report, dict):
         raise AnsibleFilterError("drift_exposition: the report is {host: [rows]}, not %r" % (report,))

@@ -6,8 +6,8 @@
 For any one filter of a collection, ansible-core loads every filter file of it (its Jinja2 plugin loader walks
 the whole package, compiling each file from source, without a bytecode cache) and it does so again in each
 task's worker process. With the code in the filter files, a task that used one of our filters paid about 20 ms
-of controller CPU for all of them (docs/rollout.md, "Where the controller's time goes"); a file of names costs
-a fraction of that, and a task compiles only the code of the filters it calls."""
+of controller CPU for all of them (docs/rollout.md, "Our filters, compiled again in every task's worker"); a
+file of names costs a fraction of that, and a task compiles only the code of the filters it calls."""
 
 from __future__ import absolute_import, division, print_function
 

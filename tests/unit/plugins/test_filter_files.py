@@ -32,10 +32,10 @@ print(json.dumps({'loaded': loaded, 'called': code_files(), 'result': result}))
 
 
 def filters_of(path):
-    """{filter: (code file, function)} of a filter file, as its FilterModule gives them."""
+    """{filter: its deferred function} of a filter file, as its FilterModule gives them."""
     module = {}
     exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), module)  # pylint: disable=exec-used
-    return dict((name, function) for name, function in module["FilterModule"]().filters().items())
+    return module["FilterModule"]().filters()
 
 
 def test_loading_the_filters_compiles_none_of_their_code_until_one_is_called():
