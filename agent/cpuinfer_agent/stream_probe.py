@@ -10,6 +10,7 @@ Measures every instance that runs on this host now (each active cpuinfer-llama-N
 port read from its command line, its API key from /etc/cpuinfer/llama-server/NAME.key where that
 exists, else $LLAMA_SERVER_API_KEY); an instance that does not answer yet is retried for WAIT_S
 seconds. Prints JSON {NAME: measurement}, {} when none runs: the gate's "as it is" and "after".
+Each instance first gets a short completion that is not measured (see warm_then_measure).
 
 tokens_per_second is end to end (tokens over the whole request, first token included). The rate between
 the first and the last event is reported too, but not gated on: server-sent events may arrive in
@@ -25,6 +26,7 @@ import urllib.error
 import urllib.request
 
 UNIT_PREFIX = "cpuinfer-llama-"
+WARM_UP_TOKENS = 4
 KEY_DIR = "/etc/cpuinfer/llama-server"
 
 
@@ -154,11 +156,20 @@ def measure_when_ready(port, max_tokens, api_key, wait_s):
             time.sleep(0.5)
 
 
+def warm_then_measure(port, max_tokens, api_key, wait_s):
+    """measure() after one short completion that is not measured (waited for as measure_when_ready waits). The first completion a server
+    runs after its start pays once for what every later one finds ready (the model's pages read in, buffers
+    allocated; under software emulation, every code path translated): the gate measures an instance just
+    restarted and holds it to a baseline of the same instance long running, so both are measured warm."""
+    measure_when_ready(port, min(WARM_UP_TOKENS, max_tokens), api_key, wait_s)
+    return measure(port, max_tokens, api_key)
+
+
 def main(argv=None):
     argv = sys.argv if argv is None else argv
     if argv[1] == "--active":
         max_tokens, wait_s = int(argv[2]), float(argv[3])
-        print(json.dumps(dict((name, measure_when_ready(port, max_tokens, api_key_of(name), wait_s))
+        print(json.dumps(dict((name, warm_then_measure(port, max_tokens, api_key_of(name), wait_s))
                               for name, port in sorted(active_instances().items()))))
         return
     api_key = argv[3] if len(argv) > 3 else ""

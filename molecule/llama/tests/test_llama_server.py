@@ -73,7 +73,7 @@ def test_native_engine_runs_llama_server_with_two_slots_and_no_key_on_its_comman
 
 
 def test_derived_memory_limits_follow_the_model(host):
-    from ansible_collections.cpuinfer.llm.plugins.filter.llama import model_memory
+    from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_llama import model_memory
 
     model = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "models", "deepseek2-tiny.gguf")
     meta = json.loads(subprocess.run(

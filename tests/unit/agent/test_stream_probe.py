@@ -105,6 +105,37 @@ def test_active_measures_every_running_instance_by_name(server, tmp_path):
     assert FakeStream.seen_auth[-1] == "Bearer from-env"
 
 
+class ColdStartStream(FakeStream):
+    """A server whose first completion after its start is ten times slower than the ones after it."""
+    bodies = []
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        cold = not ColdStartStream.bodies
+        ColdStartStream.bodies.append(body)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for index in range(body["max_tokens"]):
+            self.wfile.write(b'data: {"choices": [{"text": "t%d"}]}\n\n' % index)
+            self.wfile.flush()
+            time.sleep(GAP_S * (10 if cold else 1))
+        self.wfile.write(b"data: [DONE]\n\n")
+
+
+def test_active_measures_an_instance_after_its_first_completion(serve, tmp_path):
+    ColdStartStream.bodies = []
+    _fake_systemctl(tmp_path, {"restarted": serve(ColdStartStream)})
+    out = subprocess.run([sys.executable, str(PROBE), "--active", "6", "5"], capture_output=True, text=True,
+                         check=True, timeout=60, env={"PATH": "%s:/usr/bin:/bin" % tmp_path})
+    result = json.loads(out.stdout)["restarted"]
+    # the short warm-up first, unmeasured; the measured completion has the gate's length and prompt
+    assert [body["max_tokens"] for body in ColdStartStream.bodies] == [4, 6]
+    assert ColdStartStream.bodies[0]["prompt"] == ColdStartStream.bodies[1]["prompt"]
+    # measured warm: its gaps are the server's steady pacing, not the first completion's ten times it
+    assert result["tokens"] == 6 and max(result["gaps_ms"]) < GAP_S * 1000 * 5
+
+
 def test_active_with_nothing_running_is_empty(tmp_path):
     _fake_systemctl(tmp_path, {})
     out = subprocess.run([sys.executable, str(PROBE), "--active", "3", "1"], capture_output=True, text=True,
