@@ -96,6 +96,31 @@ def wanted_states(params, root, problems=None):
     return wanted
 
 
+def missing_required_directories(root, paths):
+    """One problem per path of required_directories that is not an existing directory (links followed: they are
+    only checked, never written through)."""
+    found = []
+    for given in paths:
+        path, problem = path_problem("required_directories path", given)
+        if problem:
+            found.append(problem)
+        elif not os.path.isdir(knob_path(root, path)):
+            found.append("%s does not exist or is not a directory (required: this run does not make it)" % path)
+    return found
+
+
+def validate_problems(params):
+    """What is wrong with the validate entries: a path that is not one of the files, an argv without %s."""
+    files = set(normal_path(entry["path"]) for entry in params["files"])
+    found = []
+    for check in params.get("validate") or []:
+        if normal_path(check["path"]) not in files:
+            found.append("validate: %s is not one of the files written" % check["path"])
+        if not check["argv"] or not any("%s" in word for word in check["argv"]):
+            found.append("validate %s: its argv has no %%s for the new content" % check["path"])
+    return found
+
+
 def parents_to_create(root, paths):
     """Missing parent directories of the wanted paths, outermost first."""
     missing = set()

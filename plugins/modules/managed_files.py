@@ -25,6 +25,8 @@ description:
     shows its before and after, a O(files[].secret_content) file only its size.
   - With O(report), also returns further files as they are after the run (sha256, mode, owner), so a
     play decides what to copy without a stat run of its own.
+  - O(required_directories) and O(validate) refuse a request whose files would not work (a directory a
+    file names is missing, a configuration its program rejects) before the first write, in the same run.
 author: cpuinfer.llm maintainers (@cpuinfer)
 extends_documentation_fragment:
   - cpuinfer.llm.managed_files
@@ -43,6 +45,34 @@ options:
     type: list
     elements: path
     default: []
+  required_directories:
+    description:
+      - Directories that must exist already (made by a package or a service, not by this run, e.g. where a
+        configuration puts a socket). When one is not an existing directory the run is refused, naming
+        every one, and nothing is written; check mode refuses alike.
+    type: list
+    elements: path
+    default: []
+  validate:
+    description:
+      - Commands that check a file's new content before anything is written (as C(ansible.builtin.template)'s
+        C(validate) does, for any file of the set). Each runs only when its file's content changes, with
+        C(%s) in its O(validate[].argv) replaced by a temporary file holding the new content; a command
+        that exits non-zero refuses the run with its output, nothing written.
+      - Not run in check mode (the program that checks may not be installed yet on a host seen for the first time).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: The file to check, one of O(files[].path).
+        type: str
+        required: true
+      argv:
+        description: The command and its arguments, run without a shell; one argument holds C(%s).
+        type: list
+        elements: str
+        required: true
 """
 
 EXAMPLES = r"""
@@ -58,6 +88,16 @@ EXAMPLES = r"""
         secret_content: "TOKEN={{ example_token }}\n"
         mode: "0600"
   register: example_files
+
+- name: A configuration its program accepts, beside the directory it needs, in one module run
+  cpuinfer.llm.managed_files:
+    required_directories: [/run/haproxy]
+    files:
+      - path: /etc/haproxy/haproxy.cfg
+        content: "{{ lookup('ansible.builtin.template', 'haproxy.cfg.j2') }}"
+    validate:
+      - path: /etc/haproxy/haproxy.cfg
+        argv: [/usr/sbin/haproxy, -c, -q, -f, "%s"]
 
 - name: A model directory, and the models already in it as they are, in one module run
   cpuinfer.llm.managed_files:
@@ -83,17 +123,50 @@ records:
     /var/lib/example/models/model.gguf: {sha256: 9f86d081884c7d65, mode: "0444", uid: 0, gid: 0}
 """
 
+import os
+import tempfile
+
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _managed_files
+from ansible_collections.cpuinfer.llm.plugins.module_utils._paths import normal_path
 from ansible_collections.cpuinfer.llm.plugins.module_utils._records import problems, records
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import refuse_if, run_module
 
 ARGUMENT_SPEC = dict(_managed_files.OPTIONS, root=dict(type="path", default="/"),
-                     report=dict(type="list", elements="path", default=[]), **_managed_files.ABSENT_OPTIONS)
+                     report=dict(type="list", elements="path", default=[]),
+                     required_directories=dict(type="list", elements="path", default=[]),
+                     validate=dict(type="list", elements="dict", default=[], options=dict(
+                         path=dict(type="str", required=True), argv=dict(type="list", elements="str", required=True))),
+                     **_managed_files.ABSENT_OPTIONS)
+
+
+def rejected_contents(module, plan):
+    """What each validate command said of the new content of its file, for the files whose content changes."""
+    found = []
+    for check in module.params["validate"]:
+        path = normal_path(check["path"])
+        if path not in plan.changed_paths:
+            continue
+        handle, scratch = tempfile.mkstemp(prefix="managed_files.", dir=module.tmpdir)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(plan.files[path].content)
+            rc, out, err = module.run_command([word.replace("%s", scratch) for word in check["argv"]])
+        finally:
+            os.unlink(scratch)
+        if rc != 0:
+            found.append("%s: %s refused the new content (exit %d): %s" % (
+                path, " ".join(check["argv"]), rc, (err or out).strip()[-2000:] or "no output"))
+    return found
 
 
 def converge(module, journal):
-    refuse_if(problems("report", module.params["report"]))
-    plan = _managed_files.plan(module.params, module.params["root"])
+    params = module.params
+    refuse_if(problems("report", params["report"])
+              + _managed_files.missing_required_directories(params["root"], params["required_directories"])
+              + _managed_files.validate_problems(params))
+    plan = _managed_files.plan(params, params["root"])
+    if not module.check_mode:
+        refuse_if(rejected_contents(module, plan))
     journal.apply(plan.steps)
     shown = dict(diff=plan.diffs) if module._diff else {}
     return dict(changed=bool(plan.steps), changed_paths=plan.changed_paths,

@@ -256,3 +256,63 @@ def test_a_copy_that_cannot_be_deleted_is_a_warning_not_a_failure(tmp_path, run_
     assert not failed and result["changed_paths"] == [UNIT], result
     assert not (tmp_path / UNIT.lstrip("/")).exists()
     assert any("not cleaned up: remove %s (cannot delete" % UNIT in w for w in result.get("warnings", [])), result
+
+
+CONFIG = "/etc/demo/demo.cfg"
+
+
+def _config_args(root, content, validate_argv, **extra):
+    return dict({"root": str(root), "files": [{"path": CONFIG, "content": content}],
+                 "validate": [{"path": CONFIG, "argv": validate_argv}]}, **extra)
+
+
+def test_required_directories_missing_refuse_the_run_naming_each(tmp_path, run_module):
+    (tmp_path / "run" / "present").mkdir(parents=True)
+    (tmp_path / "run" / "a-file").write_text("")
+    before = snapshot(tmp_path)
+    failed, result = run_module(managed_files, _args(tmp_path, required_directories=[
+        "/run/present", "/run/missing", "/run/a-file"]))
+    assert failed
+    assert "/run/missing does not exist or is not a directory" in result["msg"]
+    assert "/run/a-file does not exist or is not a directory" in result["msg"]
+    assert "/run/present" not in result["msg"] and "nothing written" in result["msg"]
+    assert snapshot(tmp_path) == before
+    failed, result = run_module(managed_files, _args(tmp_path, required_directories=["/run/present"]))
+    assert not failed and result["changed"], result
+
+
+def test_validate_refuses_content_its_program_rejects_and_writes_nothing(tmp_path, run_module):
+    before = snapshot(tmp_path)
+    failed, result = run_module(managed_files, _config_args(tmp_path, "broken\n", ["grep", "-q", "^valid$", "%s"]))
+    assert failed and CONFIG + ": grep -q ^valid$ %s refused the new content (exit 1)" in result["msg"], result
+    assert snapshot(tmp_path) == before
+    failed, result = run_module(managed_files, _config_args(tmp_path, "valid\n", ["grep", "-q", "^valid$", "%s"]))
+    assert not failed and (tmp_path / CONFIG.lstrip("/")).read_text() == "valid\n"
+
+
+def test_validate_sees_the_new_content_in_a_file_of_its_own(tmp_path, run_module):
+    seen = tmp_path / "seen"
+    (tmp_path / "tree").mkdir()
+    failed, result = run_module(managed_files, dict(_config_args(
+        tmp_path, "new text\n", ["cp", "%s", str(seen)]), root=str(tmp_path / "tree")))
+    assert not failed, result
+    assert seen.read_text() == "new text\n"
+
+
+def test_validate_runs_only_when_the_content_changes_and_never_in_check_mode(tmp_path, run_module):
+    assert not run_module(managed_files, _config_args(tmp_path, "valid\n", ["true", "%s"]))[0]
+    # unchanged: a command that would refuse is not run
+    failed, result = run_module(managed_files, _config_args(tmp_path, "valid\n", ["false", "%s"]))
+    assert not failed and not result["changed"], result
+    failed, result = run_module(managed_files, _config_args(tmp_path, "other\n", ["false", "%s"]), check=True)
+    assert not failed and result["changed_paths"] == [CONFIG], result
+
+
+def test_validate_entries_must_name_a_file_written_and_hold_the_placeholder(tmp_path, run_module):
+    args = _config_args(tmp_path, "valid\n", ["true"])
+    args["validate"].append({"path": "/etc/other.cfg", "argv": ["true", "%s"]})
+    failed, result = run_module(managed_files, args)
+    assert failed
+    assert "validate /etc/demo/demo.cfg: its argv has no %s" in result["msg"]
+    assert "validate: /etc/other.cfg is not one of the files written" in result["msg"]
+    assert not (tmp_path / CONFIG.lstrip("/")).exists()
