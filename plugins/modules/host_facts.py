@@ -53,9 +53,10 @@ options:
     default: []
   units:
     description:
-      - Patterns (shell globs) of systemd units to report, such as V(cpuinfer-*). Only loaded units are
-        reported (a unit that runs is loaded). Nothing is reported below a O(root) other than V(/), or
-        where systemctl fails.
+      - Patterns (shell globs) of systemd units to report, such as V(cpuinfer-*). A pattern reports the
+        loaded units it matches (a unit that runs is loaded); a unit named in full is reported even when it
+        is not loaded, as systemd shows it (C(inactive)), so a play knows it does not run. Nothing is
+        reported below a O(root) other than V(/), or where systemctl fails.
     type: list
     elements: str
     default: []
