@@ -16,16 +16,21 @@ GAP_S = 0.05
 class FakeStream(http.server.BaseHTTPRequestHandler):
     seen_auth = []
 
+    def gap_s(self, body):  # pylint: disable=unused-argument
+        """Seconds after each event of this request."""
+        return GAP_S
+
     def do_POST(self):  # noqa: N802 (http.server's name)
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         FakeStream.seen_auth.append(self.headers.get("Authorization"))
+        gap_s = self.gap_s(body)
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
         for index in range(body["max_tokens"]):
             self.wfile.write(b'data: {"choices": [{"text": "t%d"}]}\n\n' % index)
             self.wfile.flush()
-            time.sleep(GAP_S)
+            time.sleep(gap_s)
         self.wfile.write(b"data: [DONE]\n\n")
 
     def log_message(self, *args):
@@ -109,18 +114,10 @@ class ColdStartStream(FakeStream):
     """A server whose first completion after its start is ten times slower than the ones after it."""
     bodies = []
 
-    def do_POST(self):  # noqa: N802 (http.server's name)
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+    def gap_s(self, body):
         cold = not ColdStartStream.bodies
         ColdStartStream.bodies.append(body)
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        for index in range(body["max_tokens"]):
-            self.wfile.write(b'data: {"choices": [{"text": "t%d"}]}\n\n' % index)
-            self.wfile.flush()
-            time.sleep(GAP_S * (10 if cold else 1))
-        self.wfile.write(b"data: [DONE]\n\n")
+        return GAP_S * (10 if cold else 1)
 
 
 def test_active_measures_an_instance_after_its_first_completion(serve, tmp_path):
