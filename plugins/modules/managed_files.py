@@ -146,7 +146,9 @@ def rejected_contents(module, plan):
         path = normal_path(check["path"])
         if path not in plan.changed_paths:
             continue
-        handle, scratch = tempfile.mkstemp(prefix="managed_files.", dir=module.tmpdir)
+        # the system's temporary directory, private to us (0600): module.tmpdir would make ansible's remote_tmp
+        # under become, with a warning on every host, where pipelining made none
+        handle, scratch = tempfile.mkstemp(prefix="managed_files.")
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
                 out.write(plan.files[path].content)

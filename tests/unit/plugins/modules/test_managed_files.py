@@ -1,5 +1,6 @@
 import os
 import stat
+import tempfile
 
 import pytest
 
@@ -297,6 +298,17 @@ def test_validate_sees_the_new_content_in_a_file_of_its_own(tmp_path, run_module
         tmp_path, "new text\n", ["cp", "%s", str(seen)]), root=str(tmp_path / "tree")))
     assert not failed, result
     assert seen.read_text() == "new text\n"
+
+
+def test_validate_writes_its_copy_in_the_system_temporary_directory(tmp_path, run_module, monkeypatch):
+    scratch, link, tree = tmp_path / "scratch", tmp_path / "link", tmp_path / "tree"
+    scratch.mkdir()
+    tree.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    failed, result = run_module(managed_files, dict(_config_args(tree, "new text\n", ["ln", "-s", "%s", str(link)])))
+    assert not failed, result
+    assert os.path.dirname(os.readlink(str(link))) == str(scratch)
+    assert os.listdir(str(scratch)) == []  # removed after the check
 
 
 def test_validate_runs_only_when_the_content_changes_and_never_in_check_mode(tmp_path, run_module):
