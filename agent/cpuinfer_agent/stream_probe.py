@@ -157,10 +157,11 @@ def measure_when_ready(port, max_tokens, api_key, wait_s):
 
 
 def warm_then_measure(port, max_tokens, api_key, wait_s):
-    """measure() after one short completion that is not measured (waited for as measure_when_ready waits). The first completion a server
-    runs after its start pays once for what every later one finds ready (the model's pages read in, buffers
-    allocated; under software emulation, every code path translated): the gate measures an instance just
-    restarted and holds it to a baseline of the same instance long running, so both are measured warm."""
+    """measure() after one short completion that is not measured (waited for as measure_when_ready waits).
+    The first completion a server runs after its start pays once for what every later one finds ready (the
+    model's pages read in, buffers allocated; under software emulation, every code path translated): the gate
+    measures an instance just restarted and holds it to a baseline of the same instance long running, so both
+    are measured warm."""
     measure_when_ready(port, min(WARM_UP_TOKENS, max_tokens), api_key, wait_s)
     return measure(port, max_tokens, api_key)
 

@@ -116,7 +116,7 @@ def validate_problems(params):
     for check in params.get("validate") or []:
         if normal_path(check["path"]) not in files:
             found.append("validate: %s is not one of the files written" % check["path"])
-        if not check["argv"] or not any("%s" in word for word in check["argv"]):
+        if not any("%s" in word for word in check["argv"]):
             found.append("validate %s: its argv has no %%s for the new content" % check["path"])
     return found
 
