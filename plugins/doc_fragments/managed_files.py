@@ -80,3 +80,40 @@ options:
     elements: str
     default: []
 """
+
+    # managed_files and kernel_settings start what they write, in the same run
+    UNITS = r"""
+options:
+  units:
+    description:
+      - systemd units to have running once the files are written, in the same module run (a role's units
+        started beside their files, one round trip instead of one per unit and a reload).
+      - When units are given and the run changes a file or drop-in under C(/etc/systemd/system) (or C(/run), C(/usr/lib),
+        C(/lib) C(systemd/system)), systemd is reloaded first. Then each unit that does not run is
+        started, in the order given; one that runs is restarted when a path of its O(units[].restart_on_change)
+        changed in this run, and otherwise left running.
+      - The units' states are read before the first write. When a start, restart or enable fails, the run
+        stops what it started, disables what it enabled, puts the files back, reloads systemd again and
+        restarts once more what it restarted, then fails saying so.
+      - Refused with a O(root) other than C(/), since systemd runs this host's units, not a tree's.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: The unit, with its type (C(example.service), C(example.slice), C(example.timer), ...).
+        type: str
+        required: true
+      enabled:
+        description:
+          - V(true) enables the unit (nothing to do for one without an C([Install]) section); V(false) disables
+            it; not given leaves it as it is.
+        type: bool
+      restart_on_change:
+        description:
+          - Paths of this run (its directories, files or absent paths) whose change restarts the unit where it
+            runs already, such as its unit file, drop-in and configuration.
+        type: list
+        elements: str
+        default: []
+"""

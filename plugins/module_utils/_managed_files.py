@@ -121,6 +121,12 @@ def validate_problems(params):
     return found
 
 
+def request_paths(params):
+    """Every path the request names (directories, files, absent), each in its one spelling."""
+    return set(normal_path(entry["path"]) for entry in params["directories"] + params["files"]) | set(
+        normal_path(path) for path in params.get("absent") or [])
+
+
 def parents_to_create(root, paths):
     """Missing parent directories of the wanted paths, outermost first."""
     missing = set()

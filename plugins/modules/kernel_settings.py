@@ -104,6 +104,7 @@ extends_documentation_fragment:
   - cpuinfer.llm.kernel
   - cpuinfer.llm.managed_files
   - cpuinfer.llm.managed_files.absent
+  - cpuinfer.llm.managed_files.units
 """
 
 EXAMPLES = r"""
@@ -130,6 +131,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+units:
+  description:
+    - What the run did to O(units) (in check mode, would do) - C(reloaded) systemd, and the units C(enabled),
+      C(disabled), C(started) and C(restarted).
+  returned: always
+  type: dict
+  sample: {reloaded: true, enabled: [example.service], disabled: [], started: [example.service], restarted: []}
 thp:
   description: What M(cpuinfer.llm.thp) returns (before, after, persistent_file, changed), for this part.
   returned: when O(thp) is given
@@ -157,6 +165,7 @@ from ansible_collections.cpuinfer.llm.plugins.module_utils import (
     _managed_files,
     _perf_paranoid_settings,
     _sysctl_settings,
+    _systemd_units,
     _thp_settings,
 )
 from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
@@ -165,7 +174,8 @@ from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Refuse
 
 PARTS = (("thp", _thp_settings), ("perf_paranoid", _perf_paranoid_settings), ("sysctl", _sysctl_settings))
 ARGUMENT_SPEC = dict([(name, dict(type="dict", options=part.OPTIONS)) for name, part in PARTS],
-                     root=dict(type="path", default="/"), **dict(_managed_files.OPTIONS, **_managed_files.ABSENT_OPTIONS))
+                     root=dict(type="path", default="/"),
+                     **dict(_managed_files.OPTIONS, **dict(_managed_files.ABSENT_OPTIONS, **_systemd_units.OPTIONS)))
 
 
 class _Part:
@@ -216,9 +226,10 @@ def _dropin_problems(params):
 def converge(module, journal):
     params = module.params
     given = [(name, part) for name, part in PARTS if params[name] is not None]
-    if not given and not params["directories"] and not params["files"] and not params["absent"]:
-        raise Refused("nothing to set: give thp, perf_paranoid, sysctl, directories, files or absent")
-    refuse_if(_dropin_problems(params))
+    if not given and not params["directories"] and not params["files"] and not params["absent"] and not params["units"]:
+        raise Refused("nothing to set: give thp, perf_paranoid, sysctl, directories, files, absent or units")
+    refuse_if(_dropin_problems(params)
+              + _systemd_units.unit_problems(params["root"], params["units"], _managed_files.request_paths(params)))
     planned, results = _Planned(), {}
     for name, part in given:
         try:
@@ -229,9 +240,12 @@ def converge(module, journal):
         except HostError as exc:
             raise HostError("%s: %s" % (name, exc))
     written = _managed_files.plan(params, params["root"])
-    journal.apply(planned.steps + written.steps)
+    units = _systemd_units.plan(module.run_command, params["units"], written.changed_paths)
+    journal.apply(units.around(planned.steps + written.steps))
     diff = [entry for name, dummy in given for entry in _diffs(name, results[name].pop("diff", []))] + written.diffs
-    result = dict(changed=bool(planned.steps or written.steps), changed_paths=written.changed_paths, **results)
+    diff += [units.diff] if units.diff else []
+    result = dict(changed=bool(planned.steps or written.steps or units.steps), changed_paths=written.changed_paths,
+                  units=units.actions, **results)
     if module._diff:
         result["diff"] = diff
     return result

@@ -31,6 +31,7 @@ author: cpuinfer.llm maintainers (@cpuinfer)
 extends_documentation_fragment:
   - cpuinfer.llm.managed_files
   - cpuinfer.llm.managed_files.absent
+  - cpuinfer.llm.managed_files.units
 options:
   root:
     description: Root of the file tree (a test tree); paths are taken below it.
@@ -109,6 +110,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+units:
+  description:
+    - What the run did to O(units) (in check mode, would do) - C(reloaded) systemd, and the units C(enabled),
+      C(disabled), C(started) and C(restarted).
+  returned: always
+  type: dict
+  sample: {reloaded: true, enabled: [example.service], disabled: [], started: [example.service], restarted: []}
 changed_paths:
   description: The directories and files this run changed (in check mode, would change), in the order written.
   returned: always
@@ -126,7 +134,7 @@ records:
 import os
 import tempfile
 
-from ansible_collections.cpuinfer.llm.plugins.module_utils import _managed_files
+from ansible_collections.cpuinfer.llm.plugins.module_utils import _managed_files, _systemd_units
 from ansible_collections.cpuinfer.llm.plugins.module_utils._paths import normal_path
 from ansible_collections.cpuinfer.llm.plugins.module_utils._records import problems, records
 from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import refuse_if, run_module
@@ -136,7 +144,7 @@ ARGUMENT_SPEC = dict(_managed_files.OPTIONS, root=dict(type="path", default="/")
                      required_directories=dict(type="list", elements="path", default=[]),
                      validate=dict(type="list", elements="dict", default=[], options=dict(
                          path=dict(type="str", required=True), argv=dict(type="list", elements="str", required=True))),
-                     **_managed_files.ABSENT_OPTIONS)
+                     **dict(_managed_files.ABSENT_OPTIONS, **_systemd_units.OPTIONS))
 
 
 def rejected_contents(module, plan):
@@ -165,13 +173,15 @@ def converge(module, journal):
     params = module.params
     refuse_if(problems("report", params["report"])
               + _managed_files.missing_required_directories(params["root"], params["required_directories"])
-              + _managed_files.validate_problems(params))
+              + _managed_files.validate_problems(params)
+              + _systemd_units.unit_problems(params["root"], params["units"], _managed_files.request_paths(params)))
     plan = _managed_files.plan(params, params["root"])
     if not module.check_mode:
         refuse_if(rejected_contents(module, plan))
-    journal.apply(plan.steps)
-    shown = dict(diff=plan.diffs) if module._diff else {}
-    return dict(changed=bool(plan.steps), changed_paths=plan.changed_paths,
+    units = _systemd_units.plan(module.run_command, params["units"], plan.changed_paths)
+    journal.apply(units.around(plan.steps))
+    shown = dict(diff=plan.diffs + ([units.diff] if units.diff else [])) if module._diff else {}
+    return dict(changed=bool(plan.steps or units.steps), changed_paths=plan.changed_paths, units=units.actions,
                 records=records(module.params["root"], module.params["report"]), **shown)
 
 

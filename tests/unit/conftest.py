@@ -86,3 +86,15 @@ def agent_venv(tmp_path_factory, agent_deps):
     venv = tmp_path_factory.mktemp("agent") / wheel["digest"]
     subprocess.run([sys.executable, wheel["bundle"], str(venv), wheel["digest"]], check=True, env=dict(os.environ, PYTHONPATH=""))
     return venv
+
+
+@pytest.fixture
+def systemd(monkeypatch):
+    """A FakeSystemd answering the modules' systemctl runs, with a test tree taken for the host's root."""
+    from ansible_collections.cpuinfer.llm.plugins.module_utils import _systemd_units
+    from fake_systemd import FakeSystemd
+
+    fake = FakeSystemd()
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", lambda self, argv, **kwargs: fake(argv))
+    monkeypatch.setattr(_systemd_units, "drives_systemd", lambda root: True)
+    return fake

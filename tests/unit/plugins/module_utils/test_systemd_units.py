@@ -1,6 +1,11 @@
 """systemctl show's blocks read as unit states; nothing asked where systemd cannot be."""
 
+import pytest
+
 from ansible_collections.cpuinfer.llm.plugins.module_utils import _systemd_units
+from ansible_collections.cpuinfer.llm.plugins.module_utils._errors import HostError
+
+from fake_systemd import FakeSystemd
 
 SHOWN = """Id=cpuinfer-besteffort.slice
 ActiveState=active
@@ -47,3 +52,99 @@ def test_a_failing_or_missing_systemctl_reports_no_unit():
         raise OSError(2, "No such file or directory")
 
     assert _systemd_units.unit_states(missing, "/", ["x*"]) == {}
+
+UNIT_FILE = "/etc/systemd/system/demo.service"
+
+
+def _unit(name, enabled=None, restart_on_change=()):
+    return {"name": name, "enabled": enabled, "restart_on_change": list(restart_on_change)}
+
+
+def _carry_out(plan):
+    for step in plan.steps:
+        step.do()
+
+
+def test_a_new_unit_file_reloads_systemd_then_the_unit_is_enabled_and_started():
+    systemd = FakeSystemd()
+    plan = _systemd_units.plan(systemd, [_unit("demo.service", enabled=True)], [UNIT_FILE])
+    _carry_out(plan)
+    assert systemd.changes() == [["daemon-reload"], ["enable", "demo.service"], ["start", "demo.service"]]
+    assert plan.actions == dict(reloaded=True, enabled=["demo.service"], disabled=[], started=["demo.service"],
+                                restarted=[])
+
+
+def test_a_running_enabled_unit_whose_files_did_not_change_is_left_alone():
+    systemd = FakeSystemd({"demo.service": {"active": "active", "file": "enabled"}})
+    plan = _systemd_units.plan(systemd, [_unit("demo.service", True, [UNIT_FILE])], [])
+    assert plan.steps == [] and plan.diff is None
+    assert plan.around(["file step"]) == ["file step"]  # no guard where nothing is done to a unit
+
+
+def test_a_running_unit_restarts_only_when_one_of_its_paths_changed():
+    systemd = FakeSystemd({"demo.service": {"active": "active", "file": "enabled"}})
+    config = "/etc/demo/demo.conf"
+    _carry_out(_systemd_units.plan(systemd, [_unit("demo.service", True, [config])], ["/etc/demo/other.conf"]))
+    assert systemd.changes() == []
+    _carry_out(_systemd_units.plan(systemd, [_unit("demo.service", True, ["/etc//demo/demo.conf"])], [config]))
+    assert systemd.changes() == [["restart", "demo.service"]]
+
+
+def test_a_stopped_unit_is_started_not_restarted_and_a_static_one_is_not_enabled():
+    systemd = FakeSystemd({"idle.service": {"active": "failed", "file": "static"}})
+    plan = _systemd_units.plan(systemd, [_unit("idle.service", True, ["/etc/x"])], ["/etc/x"])
+    _carry_out(plan)
+    assert systemd.changes() == [["start", "idle.service"]]
+
+
+def test_enabled_false_disables_and_unset_leaves_the_unit_file_state_alone():
+    systemd = FakeSystemd({"a.service": {"active": "active", "file": "enabled"},
+                           "b.service": {"active": "active", "file": "disabled"}})
+    _carry_out(_systemd_units.plan(systemd, [_unit("a.service", False), _unit("b.service")], []))
+    assert systemd.changes() == [["disable", "a.service"]]
+
+
+def test_a_changed_file_outside_systemds_directories_reloads_nothing():
+    assert not _systemd_units.reload_needed(["/etc/demo/demo.conf", "/etc/systemd/system.conf.d"])
+    assert _systemd_units.reload_needed(["/etc/systemd/system/system.slice.d/50-cpus.conf"])
+    assert _systemd_units.reload_needed(["/usr/lib/systemd/system/x.service"])
+
+
+def test_undone_newest_first_the_guard_reloads_and_restarts_again_once_the_files_are_back():
+    systemd = FakeSystemd({"kept.service": {"active": "active", "file": "enabled"}})
+    units = [_unit("kept.service", True, [UNIT_FILE]), _unit("new.service", True)]
+    plan = _systemd_units.plan(systemd, units, [UNIT_FILE])
+    file_step = _systemd_units.Step("write", lambda: systemd.calls.append(["systemctl", "file written"]),
+                                    lambda: systemd.calls.append(["systemctl", "file back"]))
+    steps = plan.around([file_step])
+    for step in steps:
+        step.do()
+    assert systemd.changes() == [["file written"], ["daemon-reload"], ["restart", "kept.service"],
+                                 ["enable", "new.service"], ["start", "new.service"]]
+    del systemd.calls[:]
+    for step in reversed(steps):
+        step.undo()
+    assert systemd.changes() == [["stop", "new.service"], ["disable", "new.service"], ["file back"],
+                                 ["daemon-reload"], ["restart", "kept.service"]]
+
+
+def test_a_failing_systemctl_is_a_host_error_naming_the_command():
+    systemd = FakeSystemd(fail=["start", "demo.service"])
+    plan = _systemd_units.plan(systemd, [_unit("demo.service")], [])
+    with pytest.raises(HostError, match=r"systemctl start demo.service failed \(exit 1\): Job for demo.service failed"):
+        _carry_out(plan)
+
+
+@pytest.mark.parametrize("units, root, problem", [
+    ([_unit("demo")], "/", "units: 'demo' is not a unit name"),
+    ([_unit("a.service"), _unit("a.service")], "/", "units: a.service is listed twice"),
+    ([_unit("a.service", restart_on_change=["/etc/typo.conf"])], "/",
+     "units a.service: restart_on_change /etc/typo.conf is not one of this run's files"),
+    ([_unit("a.service")], "/srv/tree", "units: systemd runs this host's units, not a tree's: give none with root /srv/tree"),
+])
+def test_each_problem_of_the_units_is_named(units, root, problem):
+    assert any(found.startswith(problem) for found in _systemd_units.unit_problems(root, units, {"/etc/demo.conf"}))
+
+
+def test_no_units_no_problem_whatever_the_root():
+    assert _systemd_units.unit_problems("/srv/tree", [], set()) == []

@@ -260,7 +260,7 @@ SYSCTL = [
      linked("/etc/sysctl.d")),
 ]
 KERNEL = [
-    ({}, "nothing to set: give thp, perf_paranoid, sysctl, directories, files or absent"),
+    ({}, "nothing to set: give thp, perf_paranoid, sysctl, directories, files, absent or units"),
     ({"thp": {}}, "thp: nothing to set: give enabled, defrag or khugepaged"),
     ({"thp": 5}, "thp must be a dict of"),
     ({"thp": {"khugepaged": 5}}, "thp.khugepaged must be a dict of alloc_sleep_millisecs, defrag, max_ptes_none, pages_to_scan, "

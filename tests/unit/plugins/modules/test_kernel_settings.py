@@ -83,7 +83,7 @@ def test_check_mode_writes_nothing_and_the_diff_is_headed_by_part(host, run_modu
 
 
 @pytest.mark.parametrize("args, words", [
-    ({}, "nothing to set: give thp, perf_paranoid, sysctl, directories, files or absent"),
+    ({}, "nothing to set: give thp, perf_paranoid, sysctl, directories, files, absent or units"),
     ({"thp": THP, "files": [{"path": "/etc/tmpfiles.d/cpuinfer-thp.conf", "content": "x"}]},
      "/etc/tmpfiles.d/cpuinfer-thp.conf: thp writes this drop-in"),
     ({"sysctl": SYSCTL, "directories": [{"path": "/etc/sysctl.d/90-cpuinfer-tuning.conf/"}]},
@@ -148,3 +148,14 @@ def test_a_failed_run_removes_the_directories_it_created(host, run_module, monke
     assert sorted(set(after) - set(before)) == [] and not (host / "etc" / "sysctl.d").exists()
     assert dict((path, entry) for path, entry in after.items() if not path.startswith(("proc", "sys"))) == \
         dict((path, entry) for path, entry in before.items() if not path.startswith(("proc", "sys")))
+
+
+def test_a_slice_written_beside_the_settings_is_started_in_the_same_run(host, run_module, systemd):
+    args = {"thp": THP, "files": [SLICE], "root": str(host),
+            "units": [{"name": "inference.slice", "enabled": True}]}
+    failed, result = run_module(kernel_settings, args)
+    assert not failed, result
+    assert systemd.changes() == [["daemon-reload"], ["enable", "inference.slice"], ["start", "inference.slice"]]
+    del systemd.calls[:]
+    failed, again = run_module(kernel_settings, args)
+    assert not failed and not again["changed"] and systemd.changes() == []

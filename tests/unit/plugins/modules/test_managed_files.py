@@ -328,3 +328,50 @@ def test_validate_entries_must_name_a_file_written_and_hold_the_placeholder(tmp_
     assert "validate /etc/demo/demo.cfg: its argv has no %s" in result["msg"]
     assert "validate: /etc/other.cfg is not one of the files written" in result["msg"]
     assert not (tmp_path / CONFIG.lstrip("/")).exists()
+
+
+def _service_args(root, **extra):
+    return _args(root, units=[{"name": "demo.service", "enabled": True, "restart_on_change": [UNIT, ENV]}], **extra)
+
+
+def test_units_written_are_reloaded_enabled_and_started_in_the_same_run(tmp_path, run_module, systemd):
+    failed, result = run_module(managed_files, _service_args(tmp_path))
+    assert not failed, result
+    assert systemd.changes() == [["daemon-reload"], ["enable", "demo.service"], ["start", "demo.service"]]
+    assert result["units"]["started"] == ["demo.service"] and result["units"]["reloaded"]
+    del systemd.calls[:]
+    failed, again = run_module(managed_files, _service_args(tmp_path))
+    assert not failed and not again["changed"] and systemd.changes() == []
+
+
+def test_a_running_unit_restarts_when_its_file_changes(tmp_path, run_module, systemd):
+    run_module(managed_files, _service_args(tmp_path))
+    (tmp_path / ENV.lstrip("/")).write_text("TOKEN=old\n")
+    del systemd.calls[:]
+    failed, result = run_module(managed_files, _service_args(tmp_path))
+    assert not failed and result["changed"] and systemd.changes() == [["restart", "demo.service"]]
+
+
+def test_check_mode_says_what_it_would_start_and_runs_no_systemctl_change(tmp_path, run_module, systemd):
+    before = snapshot(tmp_path)
+    failed, result = run_module(managed_files, _service_args(tmp_path), check=True, diff=True)
+    assert not failed and result["changed"] and result["units"]["started"] == ["demo.service"]
+    assert systemd.changes() == [] and snapshot(tmp_path) == before
+    assert result["diff"][-1]["after"] == "systemd reloaded (a unit file changed)\ndemo.service: enabled, started\n"
+
+
+def test_a_unit_that_fails_to_start_takes_back_the_files_and_what_was_enabled(tmp_path, run_module, systemd):
+    systemd.fail = ["start", "demo.service"]
+    before = snapshot(tmp_path)
+    failed, result = run_module(managed_files, _service_args(tmp_path))
+    assert failed and "systemctl start demo.service failed (exit 1)" in result["msg"], result
+    assert "every change made before it was put back" in result["msg"]
+    assert snapshot(tmp_path) == before
+    assert systemd.changes()[-2:] == [["disable", "demo.service"], ["daemon-reload"]]
+
+
+def test_units_below_a_tree_are_refused_with_nothing_written(tmp_path, run_module):
+    before = snapshot(tmp_path)
+    failed, result = run_module(managed_files, _service_args(tmp_path))
+    assert failed and "systemd runs this host's units, not a tree's" in result["msg"], result
+    assert snapshot(tmp_path) == before
