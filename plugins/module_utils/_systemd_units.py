@@ -2,8 +2,9 @@
 # Copyright: cpuinfer.llm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Units as systemd sees them, read with one `systemctl show` (unit states have no file interface systemd
-promises): host_facts reports the collection's units, so a converge starts only what does not run yet,
-without a module run per unit to find out."""
+promises), and the steps that start what a module run wrote: host_facts reports units' states; managed_files
+and kernel_settings start, enable and restart their units in the run that writes them (one round trip, not one
+module run per unit), undone with the files when a step fails."""
 
 from __future__ import absolute_import, division, print_function
 
