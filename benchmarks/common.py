@@ -8,6 +8,7 @@ import platform
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,21 +46,31 @@ PLAYBOOK_ENV = {"ANSIBLE_PIPELINING": "true", "ANSIBLE_TIMEOUT": "60"}
 MITOGEN_ENV = {"ANSIBLE_STRATEGY": "mitogen_linear", "ANSIBLE_HOST_KEY_CHECKING": "false",
                "ANSIBLE_STRATEGY_PLUGINS": str(REPO / ".build" / "mitogen-strategy")}
 
+# ansible-playbook's own CPU apart from its workers' (benchmarks/callbacks/cpuinfer_controller_cpu.py)
+CPU_CALLBACK_ENV = {"ANSIBLE_CALLBACK_PLUGINS": str(REPO / "benchmarks" / "callbacks"),
+                    "ANSIBLE_CALLBACKS_ENABLED": "cpuinfer_controller_cpu"}
+
 
 def playbook(inventory, book, *extra, usage=None, env=None):
     """Runs a playbook; returns (wall seconds, output). usage, a dict, receives the controller CPU seconds
-    (user + system of ansible-playbook and everything it ran on the controller); env is added to PLAYBOOK_ENV."""
+    (user + system of ansible-playbook and everything it ran on the controller) and, of them, ansible-playbook's
+    main process's own (its callback cpuinfer_controller_cpu); env is added to PLAYBOOK_ENV."""
     started = time.monotonic()
     cpu_before = controller_cpu_seconds()
     argv = ["ansible-playbook", "-i", str(inventory), book, *extra]
     log("$ " + " ".join(argv))
-    result = subprocess.run(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False,
-                            env=dict(os.environ, **PLAYBOOK_ENV, **(env or {})))
-    sys.stderr.write(result.stdout[-6000:])
-    if result.returncode:
-        raise SystemExit("bench: %s failed (exit %d)" % (book, result.returncode))
-    if usage is not None:
-        usage["controller_cpu_seconds"] = round(controller_cpu_seconds() - cpu_before, 1)
+    with tempfile.TemporaryDirectory(prefix="cpuinfer-bench.") as scratch:
+        own_cpu = Path(scratch) / "main-process-cpu.json"
+        result = subprocess.run(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                check=False, env=dict(os.environ, **PLAYBOOK_ENV, **CPU_CALLBACK_ENV, **(env or {}),
+                                                      CPUINFER_CONTROLLER_CPU_FILE=str(own_cpu)))
+        sys.stderr.write(result.stdout[-6000:])
+        if result.returncode:
+            raise SystemExit("bench: %s failed (exit %d)" % (book, result.returncode))
+        if usage is not None:
+            usage["controller_cpu_seconds"] = round(controller_cpu_seconds() - cpu_before, 1)
+            if own_cpu.exists():
+                usage["main_process_cpu_seconds"] = round(json.loads(own_cpu.read_text())["main_process_cpu_seconds"], 1)
     return time.monotonic() - started, result.stdout
 
 

@@ -173,17 +173,28 @@ def reconverge_ratios(runs):
     return {key: stats.spread(values) for key, values in ratios.items()}
 
 
+def cpu_parts(run_):
+    """(all, main process, workers and what they ran) controller CPU seconds of a run; None for a part not measured
+    (runs before the benchmark counted ansible-playbook's own process apart)."""
+    total, main_process = run_.get("controller_cpu_seconds"), run_.get("main_process_cpu_seconds")
+    return total, main_process, (total - main_process if main_process is not None else None)
+
+
 def per_host_cpu(runs):
-    """{(connection, run): [controller CPU seconds each host adds]} from the 1- and 3-host runs of one repeat:
-    (3 hosts - 1 host) / 2, the play's fixed part cancelled out."""
+    """{(connection, run): [(all, main process, workers) controller CPU seconds each host adds]} from the 1- and
+    3-host runs of one repeat: (3 hosts - 1 host) / 2, the play's fixed part cancelled out."""
     found = {}
     measured = [r for r in runs if "controller_cpu_seconds" in r and not r.get("measured_by")]
     for three in (r for r in measured if r["hosts"] == 3):
         one = partner_of(measured, three, 1, three["run"])
         if one:
-            found.setdefault((connection_of(three), three["run"]), []).append(
-                (three["controller_cpu_seconds"] - one["controller_cpu_seconds"]) / 2)
+            found.setdefault((connection_of(three), three["run"]), []).append(tuple(
+                None if a is None or b is None else (a - b) / 2 for a, b in zip(cpu_parts(three), cpu_parts(one))))
     return found
+
+
+def _seconds(value):
+    return "-" if value is None else "%.1f" % value
 
 
 def carried_runs(measured_counts, measured_connections=(STOCK,)):
@@ -208,9 +219,9 @@ def markdown(data):
                  ", ".join("%s=%s" % (k, v if k != "ANSIBLE_STRATEGY_PLUGINS" else ".build/mitogen-strategy")
                            for k, v in sorted(MITOGEN_ENV.items()))),
              "",
-             "| hosts | connection | repeat | run | wall s | x first converge | controller CPU s | tasks changed "
-             "| wheel builds | measured |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| hosts | connection | repeat | run | wall s | x first converge | controller CPU s | of it ansible-playbook's "
+             "own process | tasks changed | wheel builds | measured |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     order = {attempt[0]: index for index, attempt in enumerate(ATTEMPTS)}
     runs = sorted(data["runs"], key=lambda r: (r["hosts"], connection_of(r) != STOCK, r.get("repeat", 0),
                                                order.get(r["run"], len(order))))
@@ -219,15 +230,20 @@ def markdown(data):
         when = "carried: `%s` (%s, commit %s)" % (by["command"], by["date"], by["commit"]) if by else "this run"
         first = first_converge_of(runs, r)
         ratio = "%.2f" % (r["seconds"] / first["seconds"]) if first else "-"
-        cpu = "%.1f" % r["controller_cpu_seconds"] if "controller_cpu_seconds" in r else "-"
-        lines.append("| %d | %s | %d | %s | %d | %s | %s | %d | %d | %s |" % (
-            r["hosts"], connection_of(r), r.get("repeat", 0) + 1, r["run"], r["seconds"], ratio, cpu, r["changed"],
-            r["wheel_builds"], when))
+        total, main_process, dummy = cpu_parts(r)
+        lines.append("| %d | %s | %d | %s | %d | %s | %s | %s | %d | %d | %s |" % (
+            r["hosts"], connection_of(r), r.get("repeat", 0) + 1, r["run"], r["seconds"], ratio, _seconds(total),
+            _seconds(main_process), r["changed"], r["wheel_builds"], when))
     shares = per_host_cpu(runs)
     if shares:
         lines += ["", "Controller CPU each host adds, (3 hosts - 1 host) / 2 of the same repeat (the play's fixed part "
-                  "cancelled out), this run's hosts only:", "", "| connection | run | CPU s per host |", "|---|---|---|"]
-        lines += ["| %s | %s | %s |" % (connection, run_, ", ".join("%.1f" % v for v in values))
+                  "cancelled out), this run's hosts only; apart, ansible-playbook's own process (the loop that waits on "
+                  "workers grows with the play's wall time, which three emulated VMs on two cores stretch) and the "
+                  "workers with the ssh clients and commands they ran (a fork per host and task):", "",
+                  "| connection | run | CPU s per host | of it ansible-playbook's own process | of it workers |",
+                  "|---|---|---|---|---|"]
+        lines += ["| %s | %s | %s | %s | %s |" % ((connection, run_) + tuple(
+            ", ".join(_seconds(v[part]) for v in values) for part in range(3)))
                   for (connection, run_), values in sorted(shares.items(), key=lambda item: (
                       item[0][0] != STOCK, order.get(item[0][1], len(order))))]
     if data.get("reconverge_over_first"):

@@ -11,6 +11,7 @@ import bench  # noqa: E402
 import common  # noqa: E402
 import converge_bench  # noqa: E402
 import converge_pull  # noqa: E402
+from local_playbook import run_playbook  # noqa: E402
 
 OUTPUT = """
 TASK [cpuinfer.llm.llama_server : Build each engine source once per CPU class and release] ***
@@ -75,9 +76,9 @@ def test_converge_runs_of_skipped_host_counts_are_carried_and_printed_as_such(tm
             "runs": [dict(run, hosts=1, seconds=300), again] + carried}
     table = converge_bench.markdown(data)
     assert "ansible-playbook with ANSIBLE_PIPELINING=true" in table
-    assert "| 1 | stock | 1 | first converge | 300 | 1.00 | - | 75 | 0 | this run |" in table
-    assert "| 1 | stock | 1 | re-converge | 90 | 0.30 | 41.3 | 0 | 0 | this run |" in table
-    assert "| 3 | stock | 1 | first converge | 779 | 1.00 | - | 75 | 0 | carried: `benchmarks/run converge` (d, commit abc) |" in table
+    assert "| 1 | stock | 1 | first converge | 300 | 1.00 | - | - | 75 | 0 | this run |" in table
+    assert "| 1 | stock | 1 | re-converge | 90 | 0.30 | 41.3 | - | 0 | 0 | this run |" in table
+    assert "| 3 | stock | 1 | first converge | 779 | 1.00 | - | - | 75 | 0 | carried: `benchmarks/run converge` (d, commit abc) |" in table
 
 
 def test_converge_runs_of_a_connection_not_measured_are_carried(tmp_path, monkeypatch):
@@ -92,22 +93,37 @@ def test_converge_runs_of_a_connection_not_measured_are_carried(tmp_path, monkey
 
 
 def test_each_host_s_controller_cpu_is_three_hosts_less_one_halved_per_connection_and_run():
-    def run(hosts, connection, cpu, name="re-converge", repeat=0):
-        return {"hosts": hosts, "connection": connection, "run": name, "repeat": repeat, "seconds": 60,
-                "changed": 0, "wheel_builds": 0, "controller_cpu_seconds": cpu}
-    runs = [run(1, "stock", 5.0), run(3, "stock", 10.8), run(1, "mitogen", 4.0), run(3, "mitogen", 6.0),
+    def run(hosts, connection, cpu, name="re-converge", repeat=0, main=None):
+        found = {"hosts": hosts, "connection": connection, "run": name, "repeat": repeat, "seconds": 60,
+                 "changed": 0, "wheel_builds": 0, "controller_cpu_seconds": cpu}
+        return found if main is None else dict(found, main_process_cpu_seconds=main)
+    runs = [run(1, "stock", 5.0, main=1.6), run(3, "stock", 10.8, main=4.6), run(1, "mitogen", 4.0), run(3, "mitogen", 6.0),
             run(1, "stock", 7.0, "first converge"), run(3, "stock", 17.0, "first converge"),
             run(3, "stock", 99.0, repeat=1),  # no 1-host run of that repeat: no share
             dict(run(1, "mitogen", 1.0, "check mode"), measured_by={"commit": "old"}), run(3, "mitogen", 3.0, "check mode")]
     shares = converge_bench.per_host_cpu(runs)
-    assert {key: [round(v, 2) for v in values] for key, values in shares.items()} == {
-        ("stock", "re-converge"): [2.9], ("mitogen", "re-converge"): [1.0], ("stock", "first converge"): [5.0]}
+    assert {key: [tuple(None if v is None else round(v, 2) for v in parts) for parts in values]
+            for key, values in shares.items()} == {
+        ("stock", "re-converge"): [(2.9, 1.5, 1.4)], ("mitogen", "re-converge"): [(1.0, None, None)],
+        ("stock", "first converge"): [(5.0, None, None)]}
     data = {"environment": {"command": "c", "date": "e", "commit": "def"}, "note": "n", "wheel_cache": "w",
             "playbook_env": {}, "runs": runs[:6]}
     table = converge_bench.markdown(data)
-    assert "| stock | re-converge | 2.9 |" in table and "| mitogen | re-converge | 1.0 |" in table
+    assert "| stock | re-converge | 2.9 | 1.5 | 1.4 |" in table and "| mitogen | re-converge | 1.0 | - | - |" in table
     assert table.index("| stock | re-converge | 2.9 |") < table.index("| mitogen | re-converge | 1.0 |")
-    assert "| 1 | mitogen | 1 | re-converge | 60 | - | 4.0 | 0 | 0 | this run |" in table
+    assert "| 1 | mitogen | 1 | re-converge | 60 | - | 4.0 | - | 0 | 0 | this run |" in table
+    assert "| 1 | stock | 1 | re-converge | 60 | 1.00 | 5.0 | 1.6 | 0 | 0 | this run |" in table
+
+
+def test_the_callback_writes_ansible_playbooks_own_cpu_apart_from_its_workers(tmp_path):
+    out, book = tmp_path / "own.json", tmp_path / "play.yml"
+    book.write_text("- hosts: localhost\n  connection: local\n  gather_facts: false\n  tasks:\n"
+                    + "".join("    - ansible.builtin.command: 'true'\n" for dummy in range(3)))
+    result = run_playbook(book, env=dict(common.CPU_CALLBACK_ENV, CPUINFER_CONTROLLER_CPU_FILE=str(out)))
+    assert result.returncode == 0, result.stdout + result.stderr
+    own = common.json.loads(out.read_text())["main_process_cpu_seconds"]
+    # ansible-playbook starting (imports, the inventory, the play) costs its main process a few tenths at least
+    assert 0.1 < own < 60
 
 
 def test_a_playbook_reports_the_controller_cpu_it_cost(tmp_path, monkeypatch):
