@@ -53,6 +53,7 @@ def test_a_failing_or_missing_systemctl_reports_no_unit():
 
     assert _systemd_units.unit_states(missing, "/", ["x*"]) == {}
 
+
 UNIT_FILE = "/etc/systemd/system/demo.service"
 
 
