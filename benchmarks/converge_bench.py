@@ -242,10 +242,10 @@ def markdown(data):
                   "workers with the ssh clients and commands they ran (a fork per host and task):", "",
                   "| connection | run | CPU s per host | of it ansible-playbook's own process | of it workers |",
                   "|---|---|---|---|---|"]
-        lines += ["| %s | %s | %s | %s | %s |" % ((connection, run_) + tuple(
-            ", ".join(_seconds(v[part]) for v in values) for part in range(3)))
-                  for (connection, run_), values in sorted(shares.items(), key=lambda item: (
-                      item[0][0] != STOCK, order.get(item[0][1], len(order))))]
+        for (connection, run_), values in sorted(shares.items(), key=lambda item: (
+                item[0][0] != STOCK, order.get(item[0][1], len(order)))):
+            parts = [", ".join(_seconds(v[part]) for v in values) for part in range(3)]
+            lines.append("| %s | %s | %s | %s | %s |" % tuple([connection, run_] + parts))
     if data.get("reconverge_over_first"):
         lines += ["", "Re-converge / first converge over the repeats of this run: median [min - max]:", ""]
         lines += ["- %s host(s): %.2f [%.2f - %.2f]" % (key, s["median"], s["min"], s["max"])
