@@ -17,6 +17,8 @@ from ansible_collections.cpuinfer.llm.plugins.module_utils._runner import Step
 __metaclass__ = type
 
 PROPERTIES = ("Id", "ActiveState", "UnitFileState")
+# what a unit systemd did not report is taken to be: not running, no unit file
+NOT_LOADED = {"active": "", "file": ""}
 
 
 def show_argv(patterns):
@@ -39,7 +41,7 @@ def unit_states(run, root, patterns):
     """The loaded units matching patterns, as parse_show gives them. run(argv) -> (rc, stdout, stderr).
     {} without patterns, below a root other than / (a test tree or a snapshot has no systemd to ask) and
     where systemctl fails or is missing: a unit not reported is one a play starts as before."""
-    if not patterns or root.rstrip("/") != "":
+    if not patterns or not drives_systemd(root):
         return {}
     try:
         rc, out, dummy_err = run(show_argv(patterns))
@@ -129,7 +131,7 @@ def plan(run, units, changed_paths):
                    restarted=[])
     steps = [Step("reload systemd", _systemctl(run, "daemon-reload"), _nothing)] if actions["reloaded"] else []
     for unit in units:
-        name, state = unit["name"], states.get(unit["name"], {"active": "", "file": ""})
+        name, state = unit["name"], states.get(unit["name"], NOT_LOADED)
         if unit["enabled"] is True and state["file"] not in _ENABLED:
             actions["enabled"].append(name)
             steps.append(Step("enable " + name, _systemctl(run, "enable", name), _systemctl(run, "disable", name)))
@@ -153,7 +155,7 @@ def _diff(units, states, actions):
         done = [kind for kind in ("enabled", "disabled", "started", "restarted") if name in actions[kind]]
         if not done:
             continue
-        state = states.get(name, {"active": "", "file": ""})
+        state = states.get(name, NOT_LOADED)
         before.append("%s: %s, %s\n" % (name, state["active"] or "not loaded", state["file"] or "no unit file"))
         after.append("%s: %s\n" % (name, ", ".join(done)))
     if actions["reloaded"]:
