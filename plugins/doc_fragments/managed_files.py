@@ -92,9 +92,10 @@ options:
         C(/lib) C(systemd/system)), systemd is reloaded first. Then each unit that does not run is
         started, in the order given; one that runs is restarted when a path of its O(units[].restart_on_change)
         changed in this run, and otherwise left running.
-      - The units' states are read before the first write. When a start, restart or enable fails, the run
-        stops what it started, disables what it enabled, puts the files back, reloads systemd again and
-        restarts once more what it restarted, then fails saying so.
+      - The units' states are read before the first write; where systemctl cannot give them, the run fails
+        with nothing written (an unknown state is not taken for a stopped one). When a start, restart or
+        enable fails, the run stops what it started, disables what it enabled, puts the files back, reloads
+        systemd again and restarts once more what it restarted, then fails saying so.
       - Refused with a O(root) other than C(/), since systemd runs this host's units, not a tree's.
     type: list
     elements: dict

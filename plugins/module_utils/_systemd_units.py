@@ -44,10 +44,19 @@ def unit_states(run, root, patterns):
     if not patterns or not drives_systemd(root):
         return {}
     try:
-        rc, out, dummy_err = run(show_argv(patterns))
-    except (IOError, OSError):
+        return read_states(run, patterns)
+    except (HostError, IOError, OSError):
         return {}
-    return parse_show(out) if rc == 0 else {}
+
+
+def read_states(run, names):
+    """The units' states, or HostError where systemctl cannot say: a run that is to start or restart units must
+    not take "unknown" for "stopped" (a running unit whose file changed would be left on the old one)."""
+    rc, out, err = run(show_argv(names))
+    if rc != 0:
+        raise HostError("systemctl show %s failed (exit %d): %s" % (
+            " ".join(names), rc, err.strip() or "no output"))
+    return parse_show(out)
 
 
 # Units a module run leaves running once its files are written: managed_files and kernel_settings take them,
@@ -124,7 +133,7 @@ class UnitPlan:
 def plan(run, units, changed_paths):
     """The steps that reload systemd when a unit file changed, then enable, start or restart each unit as
     asked, with the states read now (before anything is written)."""
-    states = unit_states(run, "/", [unit["name"] for unit in units]) if units else {}
+    states = read_states(run, [unit["name"] for unit in units]) if units else {}
     changed = set(changed_paths)
     # without units, nothing of systemd is asked for: the caller reloads where it wants (and a tree has no systemd)
     actions = dict(reloaded=bool(units) and reload_needed(changed_paths), enabled=[], disabled=[], started=[],

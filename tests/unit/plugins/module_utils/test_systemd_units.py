@@ -149,3 +149,15 @@ def test_each_problem_of_the_units_is_named(units, root, problem):
 
 def test_no_units_no_problem_whatever_the_root():
     assert _systemd_units.unit_problems("/srv/tree", [], set()) == []
+
+
+def test_states_systemctl_cannot_give_stop_the_plan_instead_of_passing_for_stopped():
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        return 1, "", "Failed to connect to bus"
+
+    with pytest.raises(HostError, match=r"systemctl show demo.service failed \(exit 1\): Failed to connect to bus"):
+        _systemd_units.plan(run, [_unit("demo.service", True, [UNIT_FILE])], [UNIT_FILE])
+    assert [argv[1] for argv in calls] == ["show"]

@@ -375,3 +375,11 @@ def test_units_below_a_tree_are_refused_with_nothing_written(tmp_path, run_modul
     failed, result = run_module(managed_files, _service_args(tmp_path))
     assert failed and "systemd runs this host's units, not a tree's" in result["msg"], result
     assert snapshot(tmp_path) == before
+
+
+def test_units_whose_state_systemctl_cannot_give_refuse_the_run_with_nothing_written(tmp_path, run_module, systemd):
+    systemd.fail = ["show", "--property=Id,ActiveState,UnitFileState", "--", "demo.service"]
+    before = snapshot(tmp_path)
+    failed, result = run_module(managed_files, _service_args(tmp_path))
+    assert failed and "systemctl show demo.service failed (exit 1)" in result["msg"], result
+    assert "nothing was written" in result["msg"] and snapshot(tmp_path) == before
