@@ -49,21 +49,29 @@ MITOGEN_ENV = {"ANSIBLE_STRATEGY": "mitogen_linear", "ANSIBLE_HOST_KEY_CHECKING"
 # ansible-playbook's own CPU apart from its workers' (benchmarks/callbacks/cpuinfer_controller_cpu.py)
 CPU_CALLBACK_ENV = {"ANSIBLE_CALLBACK_PLUGINS": str(REPO / "benchmarks" / "callbacks"),
                     "ANSIBLE_CALLBACKS_ENABLED": "cpuinfer_controller_cpu"}
+# and, where a benchmark asks (per_task), each worker's by host and task (benchmarks/callbacks/cpuinfer_task_cpu.py)
+TASK_CALLBACK = "cpuinfer_task_cpu"
+# the tasks of a run that cost its workers most, per host
+TOP_TASKS = 10
 
 
-def playbook(inventory, book, *extra, usage=None, env=None):
+def playbook(inventory, book, *extra, usage=None, env=None, per_task=False):
     """Runs a playbook; returns (wall seconds, output). usage, a dict, receives the controller CPU seconds
     (user + system of ansible-playbook and everything it ran on the controller) and, of them, ansible-playbook's
-    main process's own (its callback cpuinfer_controller_cpu); env is added to PLAYBOOK_ENV."""
+    main process's own (its callback cpuinfer_controller_cpu), and with per_task the workers' by task (task_cpu);
+    env is added to PLAYBOOK_ENV."""
     started = time.monotonic()
     cpu_before = controller_cpu_seconds()
     argv = ["ansible-playbook", "-i", str(inventory), book, *extra]
     log("$ " + " ".join(argv))
     with tempfile.TemporaryDirectory(prefix="cpuinfer-bench.") as scratch:
-        own_cpu = Path(scratch) / "main-process-cpu.json"
+        own_cpu, tasks = Path(scratch) / "main-process-cpu.json", Path(scratch) / "task-cpu.jsonl"
+        callbacks = dict(CPU_CALLBACK_ENV, CPUINFER_CONTROLLER_CPU_FILE=str(own_cpu))
+        if per_task:
+            callbacks.update(ANSIBLE_CALLBACKS_ENABLED=CPU_CALLBACK_ENV["ANSIBLE_CALLBACKS_ENABLED"] + "," + TASK_CALLBACK,
+                             CPUINFER_TASK_CPU_FILE=str(tasks))
         result = subprocess.run(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                check=False, env=dict(os.environ, **PLAYBOOK_ENV, **CPU_CALLBACK_ENV, **(env or {}),
-                                                      CPUINFER_CONTROLLER_CPU_FILE=str(own_cpu)))
+                                check=False, env=dict(os.environ, **PLAYBOOK_ENV, **callbacks, **(env or {})))
         sys.stderr.write(result.stdout[-6000:])
         if result.returncode:
             raise SystemExit("bench: %s failed (exit %d)" % (book, result.returncode))
@@ -71,7 +79,28 @@ def playbook(inventory, book, *extra, usage=None, env=None):
             usage["controller_cpu_seconds"] = round(controller_cpu_seconds() - cpu_before, 1)
             if own_cpu.exists():
                 usage["main_process_cpu_seconds"] = round(json.loads(own_cpu.read_text())["main_process_cpu_seconds"], 1)
+            if tasks.exists():
+                usage.update(task_cpu([json.loads(line) for line in tasks.read_text().splitlines()]))
     return time.monotonic() - started, result.stdout
+
+
+def task_cpu(records, controller="localhost"):
+    """From the workers' records (one per host and task): tasks per host and the TOP_TASKS tasks whose workers cost
+    most, CPU seconds per host (the worker's own and its ssh clients' and commands'), over the hosts other than the
+    controller's own plays."""
+    hosts = sorted({r["host"] for r in records} - {controller})
+    if not hosts:
+        return {}
+    mine = [r for r in records if r["host"] != controller]
+    per_task = {}
+    for r in mine:
+        key = (r["task"], r["action"])
+        per_task[key] = per_task.get(key, 0) + r["user"] + r["sys"] + r["children_user"] + r["children_sys"]
+    top = sorted(per_task.items(), key=lambda item: -item[1])[:TOP_TASKS]
+    return {"tasks_per_host": round(len(mine) / len(hosts), 1),
+            "workers_recorded_cpu_seconds_per_host": round(sum(per_task.values()) / len(hosts), 2),
+            "top_tasks": [{"task": task, "action": action, "cpu_seconds_per_host": round(seconds / len(hosts), 3)}
+                          for (task, action), seconds in top]}
 
 
 def controller_cpu_seconds():

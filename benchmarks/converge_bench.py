@@ -31,8 +31,16 @@ def add_arguments(parser):
                         help="stock (ssh, linear strategy) and/or mitogen (strategy mitogen_linear), comma-separated")
     parser.add_argument("--pull", action=argparse.BooleanOptionalAction, default=True,
                         help="also time the pull mode's own runs on a host (about 15 minutes; else carried)")
+    parser.add_argument("--names", type=int, default=NAMES,
+                        help="re-converge the one-host VM under this many inventory names too (0: not)")
     machine.add_options(parser, repeats=3)
 
+
+# The one-host runs also re-converge their VM listed under this many inventory names (same address): a no-change
+# converge writes nothing, so it costs the controller what as many hosts do, without as many emulated guests
+# competing for the controller's two cores (docs/rollout.md, "Counted apart"). 0 or 1: not run.
+NAMES = 3
+NAMES_RUN = "re-converge, %d names of 1 VM" % NAMES
 
 RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 # roles/llama_server/tasks/engines.yml names it so (tests/unit/benchmarks keeps the two equal)
@@ -91,20 +99,43 @@ def converge_hosts(vms, inventory, topology_path, extra, args, repeat, connectio
     boot_s = time.monotonic() - started
     lab("inventory", "--topology", topology_path, "--output", inventory / "hosts.yml")
     runs = []
-    for attempt, options in ATTEMPTS:
-        usage = {}
-        seconds, output = playbook(inventory, "playbooks/site.yml", *extra, *options, usage=usage,
-                                   env=CONNECTIONS[connection])
-        # the target check's play runs on localhost: only the lab hosts are counted
-        hosts = {name: counts for name, counts in recap(output).items() if name != "localhost"}
-        if sorted(hosts) != sorted(names) or any(h["failed"] or h["unreachable"] for h in hosts.values()):
-            raise SystemExit("bench: %s on %s did not succeed: %s" % (attempt, names, hosts))
-        runs.append({"hosts": len(vms), "connection": connection, "run": attempt, "repeat": repeat,
-                     "seconds": round(seconds),
-                     "boot_seconds": round(boot_s), "changed": sum(h["changed"] for h in hosts.values()),
-                     "wheel_builds": wheel_builds(output), **usage})
-        log("%d host(s), %s, %s: %.0f s" % (len(vms), connection, attempt, seconds))
+    attempts = [(attempt, options, inventory, names) for attempt, options in ATTEMPTS]
+    with tempfile.TemporaryDirectory(prefix="cpuinfer-names.") as scratch:
+        if len(vms) == 1 and connection == STOCK and args.names > 1:
+            aliases = Path(scratch)
+            attempts.append((NAMES_RUN, (), aliases, names_of_one(inventory, aliases, args.names)))
+        for attempt, options, hosts_inventory, expected in attempts:
+            usage = {}
+            seconds, output = playbook(hosts_inventory, "playbooks/site.yml", *extra, *options, usage=usage,
+                                       env=CONNECTIONS[connection], per_task=True)
+            # the target check's play runs on localhost: only the lab hosts are counted
+            hosts = {name: counts for name, counts in recap(output).items() if name != "localhost"}
+            if sorted(hosts) != sorted(expected) or any(h["failed"] or h["unreachable"] for h in hosts.values()):
+                raise SystemExit("bench: %s on %s did not succeed: %s" % (attempt, expected, hosts))
+            runs.append({"hosts": len(vms), "connection": connection, "run": attempt, "repeat": repeat,
+                         "seconds": round(seconds),
+                         "boot_seconds": round(boot_s), "changed": sum(h["changed"] for h in hosts.values()),
+                         "wheel_builds": wheel_builds(output), **usage,
+                         **({"names": len(expected)} if attempt == NAMES_RUN else {})})
+            log("%d host(s), %s, %s: %.0f s" % (len(vms), connection, attempt, seconds))
     return runs
+
+
+def names_of_one(inventory, directory, count):
+    """An inventory in `directory` of the one VM of `inventory`'s hosts.yml under `count` names (NAMES): the same
+    address, port and groups (but the canary's); returns the names."""
+    hosts_file = json.loads((inventory / "hosts.yml").read_text(encoding="utf-8"))
+    lab_hosts = hosts_file["all"]["children"]["lab"]
+    ((name, host),) = lab_hosts["hosts"].items()
+    names = [name] + ["%s-as-%d" % (name, n) for n in range(2, count + 1)]
+    for alias in names[1:]:
+        lab_hosts["hosts"][alias] = dict(host, lab_reached_at={alias: host["lab_reached_at"][name]})
+        for group, members in lab_hosts["children"].items():
+            if group != "canary" and name in members.get("hosts", {}):
+                members["hosts"][alias] = {}
+    (directory / "hosts.yml").write_text(json.dumps(hosts_file, indent=1), encoding="utf-8")
+    (directory / "group_vars").symlink_to((inventory / "group_vars").resolve())
+    return names
 
 
 def measure_pull(extra, args):
@@ -182,14 +213,16 @@ def cpu_parts(run_):
 
 def per_host_cpu(runs):
     """{(connection, run): [(all, main process, workers) controller CPU seconds each host adds]} from the 1- and
-    3-host runs of one repeat: (3 hosts - 1 host) / 2, the play's fixed part cancelled out."""
+    3-host runs of one repeat: (3 hosts - 1 host) / 2, the play's fixed part cancelled out; and from the one VM's
+    re-converge under NAMES names against its own re-converge."""
     found = {}
     measured = [r for r in runs if "controller_cpu_seconds" in r and not r.get("measured_by")]
-    for three in (r for r in measured if r["hosts"] == 3):
-        one = partner_of(measured, three, 1, three["run"])
+    for three in (r for r in measured if r["hosts"] == 3 or r.get("names")):
+        one = partner_of(measured, three, 1, "re-converge" if three.get("names") else three["run"])
+        more = (three.get("names") or three["hosts"]) - 1
         if one:
             found.setdefault((connection_of(three), three["run"]), []).append(tuple(
-                None if a is None or b is None else (a - b) / 2 for a, b in zip(cpu_parts(three), cpu_parts(one))))
+                None if a is None or b is None else (a - b) / more for a, b in zip(cpu_parts(three), cpu_parts(one))))
     return found
 
 
@@ -207,6 +240,27 @@ def carried_runs(measured_counts, measured_connections=(STOCK,)):
             if run_["hosts"] not in measured_counts or connection_of(run_) not in measured_connections]
 
 
+def top_tasks_markdown(runs):
+    """The tasks whose workers cost most in the last measured stock re-converge of the most hosts, the one VM under
+    NAMES names first (its controller's cores are not shared with as many guests): where the per-host CPU above goes
+    (benchmarks/callbacks/cpuinfer_task_cpu.py)."""
+    measured = [r for r in runs if r.get("top_tasks") and r["run"] in ("re-converge", NAMES_RUN)
+                and connection_of(r) == STOCK and not r.get("measured_by")]
+    if not measured:
+        return []
+    run_ = max(measured, key=lambda r: (r.get("names", 0), r["hosts"], r.get("repeat", 0)))
+    lines = ["", "The re-converge's tasks that cost the workers most (stock, %s, repeat %d; CPU seconds per host of "
+             "the worker forked for the task and the ssh clients and commands it ran, module packing - once per module "
+             "and run - included; %.2f s per host over %s tasks in all):" % (
+                 "%d names of 1 VM" % run_["names"] if run_.get("names") else "%d host(s)" % run_["hosts"],
+                 run_.get("repeat", 0) + 1, run_["workers_recorded_cpu_seconds_per_host"],
+                 _seconds(run_["tasks_per_host"])), "",
+             "| task | action | CPU s per host |", "|---|---|---|"]
+    lines += ["| %s | `%s` | %.3f |" % (t["task"].replace("|", "/"), t["action"], t["cpu_seconds_per_host"])
+              for t in run_["top_tasks"]]
+    return lines
+
+
 def markdown(data):
     env = data["environment"]
     lines = ["# Converge cost", "", data["note"], "",
@@ -220,8 +274,8 @@ def markdown(data):
                            for k, v in sorted(MITOGEN_ENV.items()))),
              "",
              "| hosts | connection | repeat | run | wall s | x first converge | controller CPU s | of it ansible-playbook's "
-             "own process | tasks changed | wheel builds | measured |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "own process | tasks per host | tasks changed | wheel builds | measured |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     order = {attempt[0]: index for index, attempt in enumerate(ATTEMPTS)}
     runs = sorted(data["runs"], key=lambda r: (r["hosts"], connection_of(r) != STOCK, r.get("repeat", 0),
                                                order.get(r["run"], len(order))))
@@ -231,13 +285,15 @@ def markdown(data):
         first = first_converge_of(runs, r)
         ratio = "%.2f" % (r["seconds"] / first["seconds"]) if first else "-"
         total, main_process, dummy = cpu_parts(r)
-        lines.append("| %d | %s | %d | %s | %d | %s | %s | %s | %d | %d | %s |" % (
-            r["hosts"], connection_of(r), r.get("repeat", 0) + 1, r["run"], r["seconds"], ratio, _seconds(total),
-            _seconds(main_process), r["changed"], r["wheel_builds"], when))
+        hosts = "%d (%d names)" % (r["hosts"], r["names"]) if r.get("names") else r["hosts"]
+        lines.append("| %s | %s | %d | %s | %d | %s | %s | %s | %s | %d | %d | %s |" % (
+            hosts, connection_of(r), r.get("repeat", 0) + 1, r["run"], r["seconds"], ratio, _seconds(total),
+            _seconds(main_process), _seconds(r.get("tasks_per_host")), r["changed"], r["wheel_builds"], when))
     shares = per_host_cpu(runs)
     if shares:
         lines += ["", "Controller CPU each host adds, (3 hosts - 1 host) / 2 of the same repeat (the play's fixed part "
-                  "cancelled out), this run's hosts only; apart, ansible-playbook's own process (the loop that waits on "
+                  "cancelled out; for the one VM under more names, (those names - its own re-converge) / (names - 1)), "
+                  "this run's hosts only; apart, ansible-playbook's own process (the loop that waits on "
                   "workers grows with the play's wall time, which three emulated VMs on two cores stretch) and the "
                   "workers with the ssh clients and commands they ran (a fork per host and task):", "",
                   "| connection | run | CPU s per host | of it ansible-playbook's own process | of it workers |",
@@ -246,6 +302,7 @@ def markdown(data):
                 item[0][0] != STOCK, order.get(item[0][1], len(order)))):
             parts = [", ".join(_seconds(v[part]) for v in values) for part in range(3)]
             lines.append("| %s | %s | %s | %s | %s |" % tuple([connection, run_] + parts))
+    lines += top_tasks_markdown(runs)
     if data.get("reconverge_over_first"):
         lines += ["", "Re-converge / first converge over the repeats of this run: median [min - max]:", ""]
         lines += ["- %s host(s): %.2f [%.2f - %.2f]" % (key, s["median"], s["min"], s["max"])

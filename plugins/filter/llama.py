@@ -18,6 +18,7 @@ class FilterModule(object):
         return lazy_filters(
             "_filter_llama",
             "llama_instances",
+            "llama_instance_problems",
             "model_memory",
             "llama_build_classes",
             "llama_build_argv",

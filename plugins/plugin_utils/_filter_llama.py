@@ -9,6 +9,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible.errors import AnsibleFilterError
 from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_cpus import inference_threads, whole_number
 from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_engine_settings import engine_settings, numa_mode, resolve_engine
@@ -246,6 +248,35 @@ def _older(a, b):
     if a is None or b is None:
         return None
     return a if tuple(int(x) for x in a.split(".")) <= tuple(int(x) for x in b.split(".")) else b
+
+
+INSTANCE_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def llama_instance_problems(instances, host_facts, host="this host"):
+    """What makes a host's instances unusable before anything is planned, every problem at once: a name other
+    than [a-z0-9-] (it names units and files), a model_sha256 other than 64 hex digits, a port that is not a
+    positive number, a port two instances share; and a host of no llama.cpp build class (host_facts:
+    ansible_facts.cpuinfer)."""
+    problems = []
+    ports = {}
+    for instance in instances or []:
+        name = str(instance.get("name", "?"))
+        try:
+            port = int(instance.get("port"))
+        except (TypeError, ValueError):
+            port = 0
+        if not (INSTANCE_NAME.match(name) and SHA256.match(str(instance.get("model_sha256", ""))) and port > 0):
+            problems.append("instance %s: name [a-z0-9-], a 64-hex model_sha256 and a positive port are required" % name)
+        ports.setdefault(port, []).append(name)
+    problems += ["port %d is given to more than one instance (%s)" % (port, ", ".join(names))
+                 for port, names in sorted(ports.items()) if port > 0 and len(names) > 1]
+    if host_facts.get("llama_build_class") is None:
+        problems.append("%s is %s (host_facts platform %s): llama.cpp builds exist for x86_64 and aarch64 classes only; "
+                        "leave this host out of llama_server (an empty llama_server_instances) or add a class for it"
+                        % (host, (host_facts.get("os") or {}).get("architecture", "?"), host_facts.get("platform", "?")))
+    return problems
 
 
 def llama_build_sources(instances, default_engine="llama-server"):

@@ -76,9 +76,9 @@ def test_converge_runs_of_skipped_host_counts_are_carried_and_printed_as_such(tm
             "runs": [dict(run, hosts=1, seconds=300), again] + carried}
     table = converge_bench.markdown(data)
     assert "ansible-playbook with ANSIBLE_PIPELINING=true" in table
-    assert "| 1 | stock | 1 | first converge | 300 | 1.00 | - | - | 75 | 0 | this run |" in table
-    assert "| 1 | stock | 1 | re-converge | 90 | 0.30 | 41.3 | - | 0 | 0 | this run |" in table
-    assert "| 3 | stock | 1 | first converge | 779 | 1.00 | - | - | 75 | 0 | carried: `benchmarks/run converge` (d, commit abc) |" in table
+    assert "| 1 | stock | 1 | first converge | 300 | 1.00 | - | - | - | 75 | 0 | this run |" in table
+    assert "| 1 | stock | 1 | re-converge | 90 | 0.30 | 41.3 | - | - | 0 | 0 | this run |" in table
+    assert "| 3 | stock | 1 | first converge | 779 | 1.00 | - | - | - | 75 | 0 | carried: `benchmarks/run converge` (d, commit abc) |" in table
 
 
 def test_converge_runs_of_a_connection_not_measured_are_carried(tmp_path, monkeypatch):
@@ -111,8 +111,8 @@ def test_each_host_s_controller_cpu_is_three_hosts_less_one_halved_per_connectio
     table = converge_bench.markdown(data)
     assert "| stock | re-converge | 2.9 | 1.5 | 1.4 |" in table and "| mitogen | re-converge | 1.0 | - | - |" in table
     assert table.index("| stock | re-converge | 2.9 |") < table.index("| mitogen | re-converge | 1.0 |")
-    assert "| 1 | mitogen | 1 | re-converge | 60 | - | 4.0 | - | 0 | 0 | this run |" in table
-    assert "| 1 | stock | 1 | re-converge | 60 | 1.00 | 5.0 | 1.6 | 0 | 0 | this run |" in table
+    assert "| 1 | mitogen | 1 | re-converge | 60 | - | 4.0 | - | - | 0 | 0 | this run |" in table
+    assert "| 1 | stock | 1 | re-converge | 60 | 1.00 | 5.0 | 1.6 | - | 0 | 0 | this run |" in table
 
 
 def test_the_callback_writes_ansible_playbooks_own_cpu_apart_from_its_workers(tmp_path):
@@ -224,3 +224,93 @@ def test_a_command_on_the_pull_host_reaches_its_shell_as_the_words_given(monkeyp
     converge_pull.host_state("bench-pull-1")
     # ssh hands the guest's shell one line: `sh -c cat FILE` unquoted would run `cat` alone
     assert shlex.split(seen[0][-1]) == ["sudo", "sh", "-c", "cat %s 2>/dev/null || true" % converge_pull.STATE]
+
+
+def _worker(host, task, seconds, action="ansible.builtin.set_fact"):
+    return {"host": host, "task": task, "action": action, "user": seconds / 2, "sys": seconds / 4,
+            "children_user": seconds / 4, "children_sys": 0.0}
+
+
+def test_task_cpu_counts_tasks_and_cost_per_host_leaving_the_controllers_own_play_out():
+    records = [_worker("localhost", "Refuse a target", 0.5), _worker("h1", "plan", 0.02), _worker("h2", "plan", 0.04),
+               _worker("h1", "units", 0.2, "cpuinfer.llm.release"), _worker("h2", "units", 0.1, "cpuinfer.llm.release"),
+               _worker("h1", "skipped", 0.01)]
+    found = common.task_cpu(records)
+    assert found["tasks_per_host"] == 2.5
+    assert found["workers_recorded_cpu_seconds_per_host"] == 0.19
+    assert [(t["task"], t["action"], t["cpu_seconds_per_host"]) for t in found["top_tasks"]] == [
+        ("units", "cpuinfer.llm.release", 0.15), ("plan", "ansible.builtin.set_fact", 0.03), ("skipped", "ansible.builtin.set_fact", 0.005)]
+    assert common.task_cpu([_worker("localhost", "only the controller's", 1.0)]) == {}
+
+
+def test_the_top_tasks_printed_are_the_stock_reconverge_of_the_most_hosts_measured():
+    top = [{"task": "a | b", "action": "x.y", "cpu_seconds_per_host": 0.0456}]
+    runs = [{"hosts": 1, "run": "re-converge", "top_tasks": [{"task": "one host", "action": "x", "cpu_seconds_per_host": 1}],
+             "tasks_per_host": 50, "workers_recorded_cpu_seconds_per_host": 2.0},
+            {"hosts": 3, "run": "re-converge", "top_tasks": top, "tasks_per_host": 47.3, "workers_recorded_cpu_seconds_per_host": 0.9},
+            {"hosts": 3, "run": "re-converge", "connection": "mitogen", "top_tasks": [], "tasks_per_host": 1},
+            {"hosts": 3, "run": "first converge", "top_tasks": [{"task": "first", "action": "x", "cpu_seconds_per_host": 9}]}]
+    lines = converge_bench.top_tasks_markdown(runs)
+    assert "(stock, 3 host(s), repeat 1;" in lines[1] and "0.90 s per host over 47.3 tasks in all" in lines[1]
+    assert lines[-1] == "| a / b | `x.y` | 0.046 |"
+    assert converge_bench.top_tasks_markdown([dict(r, measured_by={"command": "c"}) for r in runs]) == []
+
+
+def test_one_vm_under_three_names_keeps_its_address_and_groups_but_the_canary(tmp_path):
+    inventory, names = tmp_path / "inventory", tmp_path / "names"
+    (inventory / "group_vars").mkdir(parents=True)
+    names.mkdir()
+    host = {"ansible_host": "127.0.0.1", "ansible_port": 2222, "lab_reached_at": {"vm-1": "127.0.0.1"}}
+    (inventory / "hosts.yml").write_text(common.json.dumps({"all": {"children": {"lab": {
+        "hosts": {"vm-1": host}, "children": {"xeon": {"hosts": {"vm-1": {}}}, "canary": {"hosts": {"vm-1": {}}}}}}}}))
+    assert converge_bench.names_of_one(inventory, names, 3) == ["vm-1", "vm-1-as-2", "vm-1-as-3"]
+    lab = common.json.loads((names / "hosts.yml").read_text())["all"]["children"]["lab"]
+    assert lab["hosts"]["vm-1-as-3"] == dict(host, lab_reached_at={"vm-1-as-3": "127.0.0.1"})
+    assert sorted(lab["children"]["xeon"]["hosts"]) == ["vm-1", "vm-1-as-2", "vm-1-as-3"]
+    assert list(lab["children"]["canary"]["hosts"]) == ["vm-1"]
+    assert (names / "group_vars").resolve() == (inventory / "group_vars").resolve()
+
+
+def test_each_name_s_share_is_the_names_run_less_the_vm_s_own_re_converge_over_the_names_added():
+    one = {"hosts": 1, "run": "re-converge", "controller_cpu_seconds": 4.0, "main_process_cpu_seconds": 1.2}
+    names = {"hosts": 1, "names": 3, "run": converge_bench.NAMES_RUN, "controller_cpu_seconds": 7.0,
+             "main_process_cpu_seconds": 2.2}
+    shares = converge_bench.per_host_cpu([one, names])
+    assert [tuple(round(v, 2) for v in s) for s in shares[("stock", converge_bench.NAMES_RUN)]] == [(1.5, 0.5, 1.0)]
+
+
+TASKS_PLAYBOOK = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Set one
+      ansible.builtin.set_fact:
+        one: 1
+    - name: Skipped
+      ansible.builtin.debug:
+        msg: never
+      when: false
+    - name: Run a command
+      ansible.builtin.command: "true"
+      changed_when: false
+"""
+
+
+def test_the_task_callback_records_every_worker_and_its_profile_is_read(tmp_path):
+    import worker_profile
+    book, records, profiles = tmp_path / "play.yml", tmp_path / "tasks.jsonl", tmp_path / "profiles"
+    book.write_text(TASKS_PLAYBOOK)
+    profiles.mkdir()
+    result = run_playbook(book, env={"ANSIBLE_CALLBACK_PLUGINS": str(common.REPO / "benchmarks" / "callbacks"),
+                                     "ANSIBLE_CALLBACKS_ENABLED": common.TASK_CALLBACK,
+                                     "CPUINFER_TASK_CPU_FILE": str(records), "CPUINFER_TASK_PROFILE_DIR": str(profiles)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [common.json.loads(line) for line in records.read_text().splitlines()]
+    assert [(r["host"], r["task"], r["action"]) for r in lines] == [
+        ("localhost", "Set one", "ansible.builtin.set_fact"), ("localhost", "Skipped", "ansible.builtin.debug"),
+        ("localhost", "Run a command", "ansible.builtin.command")]
+    assert all(r["user"] + r["sys"] > 0 for r in lines) and lines[2]["children_user"] + lines[2]["children_sys"] > 0
+    stats, workers = worker_profile.summed(profiles)
+    assert 1 <= workers <= 3  # the last task's dump may be cut short when the play ends
+    assert "| function | calls | cumulative s | own s |" in worker_profile.table(stats, workers, 5)

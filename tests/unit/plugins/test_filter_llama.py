@@ -8,6 +8,7 @@ from ansible_collections.cpuinfer.llm.plugins.plugin_utils._filter_llama import 
     MIB,
     extra_args_problems,
     llama_build_classes,
+    llama_instance_problems,
     llama_instances,
     model_memory,
 )
@@ -208,3 +209,27 @@ def test_a_best_effort_instance_takes_the_slices_cpus_and_fits_the_housekeeping_
 def test_a_best_effort_instance_is_not_placed_per_domain():
     problems = placed(TWO_NODES, dict(PLACED, best_effort=True))["problems"]
     assert any("best_effort runs in the best-effort slice, not placed per domain" in p for p in problems), problems
+
+
+SHA = "b7be0a462709ea7f869601a8151f125062156b10c84998bf1034227d065427bf"
+FACTS = {"llama_build_class": "x86_64-avx2", "platform": "xeon", "os": {"architecture": "x86_64"}}
+
+
+def test_good_instances_on_a_host_of_a_build_class_have_no_problem():
+    instances = [{"name": "tiny", "model_sha256": SHA, "port": 8081}, {"name": "tiny-2", "model_sha256": SHA, "port": "8082"}]
+    assert llama_instance_problems(instances, FACTS, "h1") == []
+
+
+def test_every_instance_problem_is_named_at_once():
+    instances = [{"name": "Tiny", "model_sha256": SHA, "port": 8081}, {"name": "short", "model_sha256": "ab", "port": 8082},
+                 {"name": "zero", "model_sha256": SHA, "port": 0}, {"name": "a", "model_sha256": SHA, "port": 9000},
+                 {"name": "b", "model_sha256": SHA, "port": 9000}]
+    problems = llama_instance_problems(instances, FACTS, "h1")
+    assert [p.split(":")[0] for p in problems[:3]] == ["instance Tiny", "instance short", "instance zero"]
+    assert problems[3:] == ["port 9000 is given to more than one instance (a, b)"]
+
+
+def test_a_host_without_a_build_class_is_refused_with_its_architecture():
+    facts = {"llama_build_class": None, "platform": "unknown", "os": {"architecture": "riscv64"}}
+    problems = llama_instance_problems([{"name": "tiny", "model_sha256": SHA, "port": 8081}], facts, "rv1")
+    assert len(problems) == 1 and problems[0].startswith("rv1 is riscv64 (host_facts platform unknown)")
