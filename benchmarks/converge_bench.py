@@ -31,14 +31,14 @@ def add_arguments(parser):
                         help="stock (ssh, linear strategy) and/or mitogen (strategy mitogen_linear), comma-separated")
     parser.add_argument("--pull", action=argparse.BooleanOptionalAction, default=True,
                         help="also time the pull mode's own runs on a host (about 15 minutes; else carried)")
-    parser.add_argument("--names", type=int, default=NAMES,
-                        help="re-converge the one-host VM under this many inventory names too (0: not)")
+    parser.add_argument("--names", action=argparse.BooleanOptionalAction, default=True,
+                        help="also re-converge the one-host VM under %d inventory names (on by default)" % NAMES)
     machine.add_options(parser, repeats=3)
 
 
 # The one-host runs also re-converge their VM listed under this many inventory names (same address): a no-change
 # converge writes nothing, so it costs the controller what as many hosts do, without as many emulated guests
-# competing for the controller's two cores (docs/rollout.md, "Counted apart"). 0 or 1: not run.
+# competing for the controller's two cores (docs/rollout.md, "Fewer tasks per host, counted per task").
 NAMES = 3
 NAMES_RUN = "re-converge, %d names of 1 VM" % NAMES
 
@@ -101,9 +101,9 @@ def converge_hosts(vms, inventory, topology_path, extra, args, repeat, connectio
     runs = []
     attempts = [(attempt, options, inventory, names) for attempt, options in ATTEMPTS]
     with tempfile.TemporaryDirectory(prefix="cpuinfer-names.") as scratch:
-        if len(vms) == 1 and connection == STOCK and args.names > 1:
+        if len(vms) == 1 and connection == STOCK and args.names:
             aliases = Path(scratch)
-            attempts.append((NAMES_RUN, (), aliases, names_of_one(inventory, aliases, args.names)))
+            attempts.append((NAMES_RUN, (), aliases, names_of_one(inventory, aliases, NAMES)))
         for attempt, options, hosts_inventory, expected in attempts:
             usage = {}
             seconds, output = playbook(hosts_inventory, "playbooks/site.yml", *extra, *options, usage=usage,

@@ -7,8 +7,8 @@ task, runs its action (ssh clients included) and sends the result. The benchmark
 this callback says which tasks: each worker appends one JSON line (host, task, action, its own user and system
 seconds, and those of the ssh clients and commands it waited for) to the file in CPUINFER_TASK_CPU_FILE, as its task
 ends (so not its exit). With CPUINFER_TASK_PROFILE_DIR set as well, each worker also runs under cProfile on process
-time and leaves its stats there (benchmarks/worker_profile.py sums them). Enabled, it wraps the worker's run when the callback loads, in
-ansible-playbook's own process, before the first fork; without the file variable it changes nothing."""
+time and leaves its stats there (benchmarks/worker_profile.py sums them). Enabled, it wraps the worker's run when the
+callback loads, in ansible-playbook's own process, before the first fork; without the file variable it changes nothing."""
 
 from __future__ import absolute_import, division, print_function
 

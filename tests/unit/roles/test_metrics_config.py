@@ -23,7 +23,7 @@ def test_the_configuration_is_the_json_the_exporter_reads(tmp_path):
 
 def test_node_exporter_drop_in_keeps_the_package_args_and_adds_the_roles_flags(tmp_path):
     template = REPO / "roles" / "metrics" / "templates" / "node-exporter-cpuinfer.conf.j2"
-    text = role_vars_value(tmp_path, "metrics", "lookup('ansible.builtin.template', '%s')" % template,
+    text = role_vars_value(tmp_path, "metrics", "lookup('cpuinfer.llm.role_template', '%s')" % template,
                            "-e", "metrics_textfile_dir=/srv/textfiles")
     service = text.split("[Service]\n", 1)[1].splitlines()
     # an empty ExecStart= first: a drop-in must clear the package's command before replacing it
